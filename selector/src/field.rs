@@ -1,0 +1,240 @@
+//! Field selectors (`metadata.name=web`, `status.phase!=Running`), as in
+//! `k8s.io/apimachinery/pkg/fields`, with `\` escapes for `,`, `=`, `!` and `\`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::SelectorError;
+
+/// One clause: a field path compared for equality or inequality.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FieldRequirement {
+    field: String,
+    value: String,
+    negated: bool,
+}
+
+impl FieldRequirement {
+    /// The dotted field path, e.g. `spec.nodeName`.
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// The value compared against.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    /// True for `!=`.
+    pub fn is_negated(&self) -> bool {
+        self.negated
+    }
+}
+
+/// A parsed field selector. The empty selector matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct FieldSelector {
+    requirements: Vec<FieldRequirement>,
+}
+
+impl FieldSelector {
+    /// Parses the Kubernetes text form.
+    pub fn parse(input: &str) -> Result<Self, SelectorError> {
+        let mut requirements = Vec::new();
+        for clause in split_unescaped(input, ',') {
+            let clause = clause.trim();
+            if clause.is_empty() {
+                if input.trim().is_empty() {
+                    continue;
+                }
+                return Err(SelectorError::field(input, "empty clause"));
+            }
+            requirements.push(parse_clause(input, clause)?);
+        }
+        requirements.sort_by(|a: &FieldRequirement, b| a.field.cmp(&b.field));
+        Ok(Self { requirements })
+    }
+
+    /// True when the selector matches everything.
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
+    /// The clauses, all of which must hold.
+    pub fn requirements(&self) -> &[FieldRequirement] {
+        &self.requirements
+    }
+
+    /// True when every clause holds. `get` returns a field's value, or None
+    /// when the object has no such field (which compares as "").
+    pub fn matches(&self, get: impl Fn(&str) -> Option<String>) -> bool {
+        self.requirements.iter().all(|r| {
+            let have = get(&r.field).unwrap_or_default();
+            (have == r.value) != r.negated
+        })
+    }
+
+    /// The value an `=` clause pins `field` to, if any.
+    pub fn pinned_value(&self, field: &str) -> Option<&str> {
+        self.requirements
+            .iter()
+            .find(|r| r.field == field && !r.negated)
+            .map(|r| r.value.as_str())
+    }
+}
+
+impl FromStr for FieldSelector {
+    type Err = SelectorError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl fmt::Display for FieldSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, r) in self.requirements.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            let op = if r.negated { "!=" } else { "=" };
+            write!(f, "{}{op}{}", escape(&r.field), escape(&r.value))?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_clause(input: &str, clause: &str) -> Result<FieldRequirement, SelectorError> {
+    // Find the first unescaped operator.
+    let bytes = clause.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'!' if bytes.get(i + 1) == Some(&b'=') => {
+                return requirement(input, &clause[..i], &clause[i + 2..], true);
+            }
+            b'=' => {
+                let skip = if bytes.get(i + 1) == Some(&b'=') {
+                    2
+                } else {
+                    1
+                };
+                return requirement(input, &clause[..i], &clause[i + skip..], false);
+            }
+            _ => i += 1,
+        }
+    }
+    Err(SelectorError::field(
+        input,
+        format!("{clause:?} has no operator (=, == or !=)"),
+    ))
+}
+
+fn requirement(
+    input: &str,
+    field: &str,
+    value: &str,
+    negated: bool,
+) -> Result<FieldRequirement, SelectorError> {
+    let field = unescape(field.trim());
+    if field.is_empty() {
+        return Err(SelectorError::field(input, "a clause has no field name"));
+    }
+    Ok(FieldRequirement {
+        field,
+        value: unescape(value.trim()),
+        negated,
+    })
+}
+
+fn split_unescaped(s: &str, sep: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let mut escaped = false;
+    for (i, c) in s.char_indices() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == sep {
+            parts.push(&s[start..i]);
+            start = i + 1;
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(next) = chars.next() {
+                out.push(next);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '\\' | ',' | '=' | '!') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn equality_and_inequality() {
+        let obj = [("metadata.name", "web"), ("status.phase", "Running")];
+        for (sel, want) in [
+            ("", true),
+            ("metadata.name=web", true),
+            ("metadata.name==web", true),
+            ("metadata.name!=web", false),
+            ("status.phase!=Pending,metadata.name=web", true),
+            ("spec.nodeName=", true),
+            ("spec.nodeName!=", false),
+        ] {
+            let parsed = FieldSelector::parse(sel).unwrap();
+            assert_eq!(parsed.matches(fields(&obj)), want, "{sel}");
+        }
+    }
+
+    #[test]
+    fn escapes_round_trip() {
+        let sel = FieldSelector::parse(r"metadata.name=a\,b\=c").unwrap();
+        assert_eq!(sel.requirements()[0].value(), "a,b=c");
+        assert_eq!(FieldSelector::parse(&sel.to_string()).unwrap(), sel);
+        assert_eq!(sel.pinned_value("metadata.name"), Some("a,b=c"));
+    }
+
+    #[test]
+    fn rejects_clauses_without_operator() {
+        for bad in ["metadata.name", "a=b,,c=d", "=x"] {
+            let err = FieldSelector::parse(bad).expect_err(bad);
+            assert!(err.to_string().contains("invalid field selector"), "{err}");
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! Kubernetes label and field selectors: parsing, canonical printing and matching.
+//!
+//! Shared by the host (cache lists), the embedded API server (list/watch
+//! filtering) and the guest SDK's test cache, so that all three agree on what
+//! `app=web,tier in (a,b),!canary` means.
+//!
+//! ```
+//! use windlass_selector::LabelSelector;
+//! let sel: LabelSelector = "app=web,tier in (front, back),!canary".parse().unwrap();
+//! let labels = [("app", "web"), ("tier", "front")];
+//! assert!(sel.matches(|k| labels.iter().find(|(n, _)| *n == k).map(|(_, v)| *v)));
+//! ```
+
+mod field;
+mod label;
+
+pub use field::{FieldRequirement, FieldSelector};
+pub use label::{LabelSelector, Operator, Requirement};
+
+/// A selector string that does not parse, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {kind} selector {input:?}: {reason}")]
+pub struct SelectorError {
+    kind: &'static str,
+    input: String,
+    reason: String,
+}
+
+impl SelectorError {
+    fn label(input: &str, reason: impl Into<String>) -> Self {
+        Self {
+            kind: "label",
+            input: input.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    fn field(input: &str, reason: impl Into<String>) -> Self {
+        Self {
+            kind: "field",
+            input: input.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Why the selector was rejected, without the input.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
