@@ -1,0 +1,170 @@
+//! The `windlass` command line: parses arguments, sets up logging, runs one command.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use windlass::offline::{StaticCache, request_for};
+use windlass::runtime::{Runtime, RuntimeConfig};
+
+#[derive(Parser)]
+#[command(
+    name = "windlass",
+    version,
+    about = "A Kubernetes controller host for WebAssembly plugins"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Work with one plugin file, offline.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// Print a plugin's manifest as JSON.
+    Inspect {
+        /// The plugin component (`.wasm`).
+        file: PathBuf,
+        #[command(flatten)]
+        limits: Limits,
+    },
+    /// Run one reconcile offline and print the outcome as JSON.
+    Reconcile {
+        /// The plugin component (`.wasm`).
+        file: PathBuf,
+        /// The primary object (YAML or JSON).
+        #[arg(long, value_name = "FILE")]
+        object: PathBuf,
+        /// Owned children to pass in the request (YAML or JSON; repeatable).
+        #[arg(long, value_name = "FILE")]
+        owned: Vec<PathBuf>,
+        /// More objects the plugin may read through its cache (repeatable).
+        #[arg(long, value_name = "FILE")]
+        cache: Vec<PathBuf>,
+        /// Call `finalize` instead of `reconcile`.
+        #[arg(long)]
+        finalize: bool,
+        #[command(flatten)]
+        limits: Limits,
+    },
+}
+
+#[derive(Args)]
+struct Limits {
+    /// Deadline of one plugin call, in milliseconds.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    timeout_ms: u64,
+    /// Memory one plugin call may use, in MiB.
+    #[arg(long, default_value_t = 64, value_name = "MIB")]
+    memory_mib: usize,
+}
+
+impl Limits {
+    fn runtime(&self) -> anyhow::Result<Runtime> {
+        Runtime::new(RuntimeConfig {
+            call_timeout: Duration::from_millis(self.timeout_ms),
+            memory_limit: self.memory_mib << 20,
+            max_instances: 4,
+            ..RuntimeConfig::default()
+        })
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Plugin(PluginCommand::Inspect { file, limits }) => {
+            let plugin = limits.runtime()?.load_file(&file)?;
+            println!("{}", serde_json::to_string_pretty(plugin.manifest())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plugin(PluginCommand::Reconcile {
+            file,
+            object,
+            owned,
+            cache,
+            finalize,
+            limits,
+        }) => {
+            let plugin = limits.runtime()?.load_file(&file)?;
+            let primary = single_object(&object)?;
+            let mut children = Vec::new();
+            for f in &owned {
+                children.extend(windlass::objects::read_objects(f)?);
+            }
+            let mut store = StaticCache::new();
+            for f in &cache {
+                for o in windlass::objects::read_objects(f)? {
+                    store.insert(o);
+                }
+            }
+            // What the request carries is in the cache too, as on a cluster.
+            store.insert(primary.clone());
+            for child in &children {
+                store.insert(child.clone());
+            }
+            let request = request_for(&primary, &children).with_context(|| {
+                format!(
+                    "{}: the object has no apiVersion, kind or name",
+                    object.display()
+                )
+            })?;
+            let cache = Arc::new(store);
+            let result = if finalize {
+                plugin.finalize(request, cache)
+            } else {
+                plugin.reconcile(request, cache)
+            };
+            match result {
+                Ok(outcome) => {
+                    println!("{}", serde_json::to_string_pretty(&outcome)?);
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    let body = serde_json::json!({"error": {"message": e.to_string(), "retry": e.retry()}});
+                    println!("{}", serde_json::to_string_pretty(&body)?);
+                    eprintln!("error: {e}");
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+    }
+}
+
+fn single_object(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
+    let mut objects = windlass::objects::read_objects(path)?;
+    if objects.len() != 1 {
+        bail!(
+            "{}: expected exactly one object, found {}",
+            path.display(),
+            objects.len()
+        );
+    }
+    Ok(objects.remove(0))
+}

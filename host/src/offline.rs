@@ -1,0 +1,131 @@
+//! A fixed set of objects standing in for the informer caches, for offline
+//! runs (`windlass plugin reconcile`) and tests.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use windlass_selector::LabelSelector;
+
+use crate::contract::{KindRef, ObjectRef};
+use crate::runtime::CacheReader;
+
+/// Objects keyed by kind, namespace and name; read-only once built.
+#[derive(Debug, Default, Clone)]
+pub struct StaticCache {
+    objects: BTreeMap<(KindRef, Option<String>, String), (Value, Arc<str>)>,
+}
+
+impl StaticCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) an object. It must have apiVersion, kind and name.
+    pub fn insert(&mut self, object: Value) {
+        let Some(r) = object_ref(&object) else { return };
+        let text: Arc<str> = object.to_string().into();
+        self.objects
+            .insert((r.kind_ref(), r.namespace, r.name), (object, text));
+    }
+
+    /// How many objects the cache holds.
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// True when the cache holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+}
+
+/// The reference of an object value, when it has the identifying fields.
+pub fn object_ref(object: &Value) -> Option<ObjectRef> {
+    let s = |p: &str| {
+        object
+            .pointer(p)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    Some(ObjectRef {
+        api_version: s("/apiVersion")?.to_owned(),
+        kind: s("/kind")?.to_owned(),
+        namespace: s("/metadata/namespace").map(str::to_owned),
+        name: s("/metadata/name")?.to_owned(),
+    })
+}
+
+impl CacheReader for StaticCache {
+    fn get(&self, r: &ObjectRef) -> Option<Arc<str>> {
+        self.objects
+            .get(&(r.kind_ref(), r.namespace.clone(), r.name.clone()))
+            .map(|(_, text)| text.clone())
+    }
+
+    fn list(
+        &self,
+        kind: &KindRef,
+        namespace: Option<&str>,
+        selector: &LabelSelector,
+    ) -> Vec<Arc<str>> {
+        self.objects
+            .iter()
+            .filter(|((k, ns, _), _)| {
+                k == kind && (namespace.is_none() || ns.as_deref() == namespace)
+            })
+            .filter(|(_, (value, _))| {
+                let labels = value.pointer("/metadata/labels");
+                selector.matches(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
+            })
+            .map(|(_, (_, text))| text.clone())
+            .collect()
+    }
+}
+
+/// The request the host would build for `object` with these owned children.
+pub fn request_for(object: &Value, owned: &[Value]) -> Option<crate::contract::Request> {
+    Some(crate::contract::Request {
+        key: object_ref(object)?,
+        object: Some(object.to_string()),
+        owned: owned.iter().map(Value::to_string).collect(),
+        attempt: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn gets_and_lists_by_namespace_and_labels() {
+        let mut cache = StaticCache::new();
+        for (ns, name, app) in [("a", "p1", "web"), ("a", "p2", "db"), ("b", "p3", "web")] {
+            cache.insert(json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":name,"namespace":ns,"labels":{"app":app}}}));
+        }
+        let pod = KindRef::new("v1", "Pod");
+        let web = LabelSelector::parse("app=web").unwrap();
+        assert_eq!(cache.list(&pod, None, &web).len(), 2);
+        assert_eq!(cache.list(&pod, Some("a"), &web).len(), 1);
+        assert_eq!(
+            cache
+                .list(&pod, Some("a"), &LabelSelector::everything())
+                .len(),
+            2
+        );
+        let r = ObjectRef {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            namespace: Some("b".into()),
+            name: "p3".into(),
+        };
+        assert!(cache.get(&r).unwrap().contains("\"p3\""));
+        assert!(
+            cache
+                .list(&KindRef::new("v1", "Secret"), None, &web)
+                .is_empty()
+        );
+    }
+}

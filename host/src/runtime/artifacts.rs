@@ -1,0 +1,116 @@
+//! A host-owned directory of precompiled plugin artifacts, keyed by content
+//! hash and engine settings, so a restart does not recompile every plugin.
+//!
+//! Only files this cache wrote are ever deserialized, and each is checked
+//! against a digest recorded beside it first: precompiled code is trusted
+//! native code, so nothing found in the plugins directory is loaded this way.
+
+use std::fs;
+use std::hash::{Hash, Hasher};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// The cache directory and the engine fingerprint that namespaces it.
+pub(crate) struct ArtifactCache {
+    dir: PathBuf,
+    engine_key: String,
+}
+
+impl ArtifactCache {
+    pub(crate) fn new(dir: PathBuf, engine: &Engine) -> std::io::Result<Self> {
+        fs::create_dir_all(&dir)?;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        Ok(Self {
+            dir,
+            engine_key: format!("{:016x}", hasher.finish()),
+        })
+    }
+
+    fn paths(&self, digest: &str) -> (PathBuf, PathBuf) {
+        let stem = format!("{digest}-{}", self.engine_key);
+        (
+            self.dir.join(format!("{stem}.cwasm")),
+            self.dir.join(format!("{stem}.sha256")),
+        )
+    }
+
+    /// A component compiled earlier from the wasm with this digest, if the
+    /// cache holds an intact artifact for it.
+    pub(crate) fn load(&self, engine: &Engine, digest: &str) -> Option<Component> {
+        let (artifact, checksum) = self.paths(digest);
+        let bytes = fs::read(&artifact).ok()?;
+        let expected = fs::read_to_string(&checksum).ok()?;
+        if hex(&Sha256::digest(&bytes)) != expected.trim() {
+            tracing::warn!(path = %artifact.display(), "precompiled artifact is corrupt; recompiling");
+            let _ = fs::remove_file(&artifact);
+            return None;
+        }
+        deserialize(engine, &bytes, &artifact)
+    }
+
+    /// Records a freshly compiled component. Failures only cost a recompile
+    /// next time, so they are logged, not returned.
+    pub(crate) fn store(&self, digest: &str, component: &Component) {
+        let (artifact, checksum) = self.paths(digest);
+        let result = component
+            .serialize()
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| {
+                write_atomically(&artifact, &bytes)?;
+                write_atomically(&checksum, hex(&Sha256::digest(&bytes)).as_bytes())
+            });
+        if let Err(e) = result {
+            tracing::warn!(path = %artifact.display(), error = %e, "could not cache precompiled plugin");
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+fn deserialize(engine: &Engine, bytes: &[u8], path: &Path) -> Option<Component> {
+    // SAFETY: `bytes` were produced by `Component::serialize` of this same
+    // engine configuration (the file name carries the engine's compatibility
+    // hash), were written by this process into a directory the host owns,
+    // and match the digest recorded when they were written.
+    match unsafe { Component::deserialize(engine, bytes) } {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "precompiled artifact unusable; recompiling");
+            None
+        }
+    }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Lowercase hex of a digest.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+/// The default cache directory: `$XDG_CACHE_HOME/windlass/artifacts`, else
+/// `$HOME/.cache/windlass/artifacts`, else one under the temp directory.
+pub(crate) fn default_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("windlass").join("artifacts")
+}

@@ -1,0 +1,97 @@
+//! The one `bindgen!` of the plugin world, and conversions from its types to
+//! the host's plain contract types.
+
+mod generated {
+    wasmtime::component::bindgen!({
+        path: "../wit/controller@0.1.0",
+        world: "windlass:controller/controller@0.1.0",
+    });
+}
+
+pub(crate) use generated::windlass::controller::types as wit;
+pub(crate) use generated::windlass::controller::{cache, log};
+pub(crate) use generated::{Controller, ControllerPre};
+
+use crate::contract::{self, KindRef, Manifest, ObjectRef, Watch};
+
+/// The package this host implements; plugins must be built against it.
+pub(crate) const PACKAGE: &str = "windlass:controller@0.1.0";
+/// The package name without its version, to recognise other versions.
+pub(crate) const PACKAGE_NAME: &str = "windlass:controller";
+/// The exports the world requires, to name a missing one precisely.
+pub(crate) const EXPORTS: [&str; 4] = ["manifest", "reconcile", "finalize", "map"];
+
+impl From<wit::KindRef> for KindRef {
+    fn from(k: wit::KindRef) -> Self {
+        KindRef::new(k.api_version, k.kind)
+    }
+}
+
+impl From<wit::ObjectRef> for ObjectRef {
+    fn from(r: wit::ObjectRef) -> Self {
+        ObjectRef {
+            api_version: r.api_version,
+            kind: r.kind,
+            namespace: r.namespace.filter(|ns| !ns.is_empty()),
+            name: r.name,
+        }
+    }
+}
+
+impl From<ObjectRef> for wit::ObjectRef {
+    fn from(r: ObjectRef) -> Self {
+        wit::ObjectRef {
+            api_version: r.api_version,
+            kind: r.kind,
+            namespace: r.namespace,
+            name: r.name,
+        }
+    }
+}
+
+impl From<wit::Watch> for Watch {
+    fn from(w: wit::Watch) -> Self {
+        let non_empty = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
+        Watch {
+            kind: w.kind.into(),
+            namespace: non_empty(w.namespace),
+            label_selector: non_empty(w.label_selector),
+            field_selector: non_empty(w.field_selector),
+        }
+    }
+}
+
+impl From<wit::Manifest> for Manifest {
+    fn from(m: wit::Manifest) -> Self {
+        Manifest {
+            name: m.name,
+            version: m.version,
+            reconciles: m.reconciles.into(),
+            owns: m.owns.into_iter().map(Into::into).collect(),
+            reads: m.reads.into_iter().map(Into::into).collect(),
+            resync_seconds: m.resync_seconds,
+            finalizer: m.finalizer.filter(|f| !f.is_empty()),
+            max_concurrency: m.max_concurrency,
+        }
+    }
+}
+
+impl From<contract::Request> for wit::Request {
+    fn from(r: contract::Request) -> Self {
+        wit::Request {
+            key: r.key.into(),
+            object: r.object,
+            owned: r.owned,
+            attempt: r.attempt,
+        }
+    }
+}
+
+impl From<wit::EventType> for contract::EventType {
+    fn from(t: wit::EventType) -> Self {
+        match t {
+            wit::EventType::Normal => contract::EventType::Normal,
+            wit::EventType::Warning => contract::EventType::Warning,
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! `cargo xtask`: build plugins, run, test and bench windlass with one command each.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+const WASM_TARGET: &str = "wasm32-wasip2";
+/// Folders whose crates are built to plugin components.
+const PLUGIN_DIRS: [&str; 2] = ["plugins", "tests/fixtures"];
+
+const USAGE: &str = "usage: cargo xtask <command> [args]
+
+commands:
+  build-plugins   build every plugin and test fixture to target/plugins/<name>.wasm
+  test [ARGS]     build plugins, then run every test in the workspace (ARGS go to cargo test)
+  run [ARGS]      build everything and run windlass with the example plugins (ARGS go to windlass)
+  bench           build in release and print the benchmark tables
+  ci              what CI runs: fmt check, clippy -D warnings, then test";
+
+fn main() -> Result<()> {
+    let mut args = std::env::args().skip(1);
+    let command = args.next().unwrap_or_default();
+    let rest: Vec<String> = args.collect();
+    match command.as_str() {
+        "build-plugins" => build_plugins().map(|_| ()),
+        "test" => test(&rest),
+        "run" => run(&rest),
+        "bench" => bench(&rest),
+        "ci" => ci(),
+        "" | "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => bail!("unknown command {other:?}\n\n{USAGE}"),
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|p| if p.is_absolute() { p } else { root().join(p) })
+        .unwrap_or_else(|| root().join("target"))
+}
+
+/// Where built plugins land; tests find them through `WINDLASS_PLUGINS_DIR`.
+fn plugins_out() -> PathBuf {
+    target_dir().join("plugins")
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+fn status(cmd: &mut Command) -> Result<()> {
+    eprintln!("$ {}", describe(cmd));
+    let status = cmd
+        .status()
+        .with_context(|| format!("could not start {}", describe(cmd)))?;
+    if !status.success() {
+        bail!("{} failed ({status})", describe(cmd));
+    }
+    Ok(())
+}
+
+fn describe(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Installs the wasm target through rustup when it is missing.
+fn ensure_wasm_target() -> Result<()> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .context("rustup is needed to install the wasm32-wasip2 target")?;
+    if String::from_utf8_lossy(&installed.stdout)
+        .lines()
+        .any(|l| l.trim() == WASM_TARGET)
+    {
+        return Ok(());
+    }
+    status(Command::new("rustup").args(["target", "add", WASM_TARGET]))
+}
+
+/// Every crate under the plugin folders, by package name.
+fn plugin_crates() -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for dir in PLUGIN_DIRS {
+        let Ok(entries) = std::fs::read_dir(root().join(dir)) else {
+            continue;
+        };
+        for entry in entries {
+            let manifest = entry?.path().join("Cargo.toml");
+            if !manifest.is_file() {
+                continue;
+            }
+            let text = std::fs::read_to_string(&manifest)?;
+            let name = text
+                .lines()
+                .find_map(|l| {
+                    let (key, value) = l.split_once('=')?;
+                    (key.trim() == "name").then(|| value.trim().trim_matches('"').to_owned())
+                })
+                .with_context(|| format!("{} has no package name", manifest.display()))?;
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+fn build_plugins() -> Result<Vec<PathBuf>> {
+    ensure_wasm_target()?;
+    let crates = plugin_crates()?;
+    let mut cmd = cargo();
+    cmd.args(["build", "--target", WASM_TARGET, "--profile", "plugin"]);
+    for name in &crates {
+        cmd.args(["-p", name]);
+    }
+    status(&mut cmd)?;
+    let built = target_dir().join(WASM_TARGET).join("plugin");
+    let out = plugins_out();
+    std::fs::create_dir_all(&out)?;
+    let mut files = Vec::new();
+    for name in &crates {
+        let from = built.join(format!("{}.wasm", name.replace('-', "_")));
+        let to = out.join(format!("{name}.wasm"));
+        // Copy to a temp name and rename, so a watching host never sees half a file.
+        let tmp = out.join(format!(".{name}.wasm.tmp"));
+        std::fs::copy(&from, &tmp).with_context(|| format!("{} was not built", from.display()))?;
+        std::fs::rename(&tmp, &to)?;
+        files.push(to);
+    }
+    eprintln!("built {} plugins into {}", files.len(), out.display());
+    Ok(files)
+}
+
+fn test(args: &[String]) -> Result<()> {
+    build_plugins()?;
+    status(
+        cargo()
+            .args(["test", "--workspace"])
+            .args(args)
+            .env("WINDLASS_PLUGINS_DIR", plugins_out()),
+    )
+}
+
+fn run(args: &[String]) -> Result<()> {
+    build_plugins()?;
+    status(cargo().args(["build", "-p", "windlass"]))?;
+    let windlass = target_dir().join("debug").join("windlass");
+    let kubeconfig = target_dir().join("windlass.kubeconfig");
+    eprintln!();
+    eprintln!(
+        "windlass: embedded API server; kubeconfig at {}",
+        kubeconfig.display()
+    );
+    eprintln!(
+        "try:      kubectl --kubeconfig {} apply -f examples/replicaset.yaml",
+        kubeconfig.display()
+    );
+    eprintln!();
+    let mut cmd = Command::new(windlass);
+    cmd.current_dir(root())
+        .args([
+            "run",
+            "--embedded",
+            "--listen",
+            "127.0.0.1:0",
+            "--write-kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .arg("--plugins")
+        .arg(plugins_out())
+        .args(args);
+    status(&mut cmd)
+}
+
+fn bench(args: &[String]) -> Result<()> {
+    build_plugins()?;
+    for (package, bench) in [("windlass", "runtime"), ("windlass-apiserver", "apiserver")] {
+        status(
+            cargo()
+                .args(["bench", "-p", package, "--bench", bench, "--"])
+                .args(args)
+                .env("WINDLASS_PLUGINS_DIR", plugins_out()),
+        )?;
+    }
+    Ok(())
+}
+
+fn ci() -> Result<()> {
+    status(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    status(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    test(&[])
+}
