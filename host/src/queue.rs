@@ -1,0 +1,571 @@
+//! A work queue with client-go's semantics, one per plugin.
+//!
+//! - A key waits at most once: adding a waiting key again does nothing.
+//! - A key is never handed to two workers at once: a key added while it is
+//!   being processed is parked ("dirty") and queued again when `done`.
+//! - Failures back off per key exponentially (5 ms doubling to 1000 s), and
+//!   all retries together are held to a token bucket (10/s, burst 100), as
+//!   client-go's default controller rate limiter does.
+//! - `add_after` schedules a later visit; the earliest pending visit wins.
+//! - `shut_down` stops handing out work; `drained` waits for in-flight keys.
+//!
+//! The bookkeeping is a plain struct ([`QueueState`]) driven with explicit
+//! instants, unit-tested without time; [`WorkQueue`] is the async shell.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// How retries are spaced.
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimit {
+    /// Delay after the first failure; doubles with each further one.
+    pub base: Duration,
+    /// The most one key ever waits.
+    pub max: Duration,
+    /// Retries per second across all keys, on average.
+    pub per_second: f64,
+    /// Retries allowed in a burst before `per_second` applies.
+    pub burst: u32,
+}
+
+impl Default for RateLimit {
+    fn default() -> Self {
+        Self {
+            base: Duration::from_millis(5),
+            max: Duration::from_secs(1000),
+            per_second: 10.0,
+            burst: 100,
+        }
+    }
+}
+
+impl RateLimit {
+    /// The per-key delay after `failures` failures in a row (1 = first).
+    pub fn backoff(&self, failures: u32) -> Duration {
+        let exp = failures.saturating_sub(1).min(40);
+        self.base
+            .checked_mul(1u32 << exp.min(31))
+            .map(|d| if exp > 31 { self.max } else { d })
+            .unwrap_or(self.max)
+            .min(self.max)
+    }
+}
+
+/// The queue's bookkeeping, with time passed in.
+#[derive(Debug)]
+pub struct QueueState<K> {
+    /// Ready keys, in order.
+    ready: VecDeque<K>,
+    /// Keys that need processing: waiting in `ready`, or parked while processing.
+    dirty: HashSet<K>,
+    processing: HashSet<K>,
+    /// Later visits, by due time; `due` holds each key's earliest one.
+    delayed: BTreeSet<(Instant, u64, K)>,
+    due: HashMap<K, (Instant, u64)>,
+    seq: u64,
+    failures: HashMap<K, u32>,
+    limit: RateLimit,
+    /// The token bucket: tokens left as of `bucket_at`.
+    tokens: f64,
+    bucket_at: Option<Instant>,
+    shut_down: bool,
+}
+
+impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
+    pub fn new(limit: RateLimit) -> Self {
+        Self {
+            ready: VecDeque::new(),
+            dirty: HashSet::new(),
+            processing: HashSet::new(),
+            delayed: BTreeSet::new(),
+            due: HashMap::new(),
+            seq: 0,
+            failures: HashMap::new(),
+            tokens: f64::from(limit.burst),
+            bucket_at: None,
+            limit,
+            shut_down: false,
+        }
+    }
+
+    /// Marks `key` as needing processing. Returns true when a worker should
+    /// be woken (the key became ready).
+    pub fn add(&mut self, key: K) -> bool {
+        if self.shut_down || !self.dirty.insert(key.clone()) {
+            return false;
+        }
+        if self.processing.contains(&key) {
+            // Parked: `done` queues it again.
+            return false;
+        }
+        self.ready.push_back(key);
+        true
+    }
+
+    /// Schedules `key` at `at` (now or earlier means at once). An earlier
+    /// pending visit is kept; a later one is replaced.
+    pub fn add_at(&mut self, key: K, at: Instant, now: Instant) -> bool {
+        if self.shut_down {
+            return false;
+        }
+        if at <= now {
+            return self.add(key);
+        }
+        if let Some(&(when, seq)) = self.due.get(&key) {
+            if when <= at {
+                return false;
+            }
+            self.delayed.remove(&(when, seq, key.clone()));
+        }
+        self.seq += 1;
+        self.delayed.insert((at, self.seq, key.clone()));
+        self.due.insert(key, (at, self.seq));
+        false
+    }
+
+    /// Schedules a retry of `key` after a failure; returns its delay.
+    pub fn add_rate_limited(&mut self, key: K, now: Instant) -> Duration {
+        let failures = self.failures.entry(key.clone()).or_insert(0);
+        *failures += 1;
+        let per_key = self.limit.backoff(*failures);
+        let overall = self.take_token(now);
+        let delay = per_key.max(overall);
+        self.add_at(key, now + delay, now);
+        delay
+    }
+
+    /// How many failures in a row `key` has had.
+    pub fn failures(&self, key: &K) -> u32 {
+        self.failures.get(key).copied().unwrap_or(0)
+    }
+
+    /// Clears `key`'s failure count (after a success).
+    pub fn forget(&mut self, key: &K) {
+        self.failures.remove(key);
+    }
+
+    /// The bucket's delay for one more retry now (zero while tokens last).
+    fn take_token(&mut self, now: Instant) -> Duration {
+        let rate = self.limit.per_second.max(f64::MIN_POSITIVE);
+        if let Some(at) = self.bucket_at {
+            let refill = now.saturating_duration_since(at).as_secs_f64() * rate;
+            self.tokens = (self.tokens + refill).min(f64::from(self.limit.burst));
+        }
+        self.bucket_at = Some(now);
+        self.tokens -= 1.0;
+        if self.tokens >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-self.tokens / rate)
+        }
+    }
+
+    /// Moves visits due by `now` into the ready queue.
+    pub fn promote(&mut self, now: Instant) -> usize {
+        let mut woke = 0;
+        while let Some((at, _, _)) = self.delayed.first() {
+            if *at > now {
+                break;
+            }
+            let (_, _, key) = self.delayed.pop_first().expect("checked above");
+            self.due.remove(&key);
+            if self.add(key) {
+                woke += 1;
+            }
+        }
+        woke
+    }
+
+    /// The next key to process, now marked as processing.
+    pub fn pop(&mut self, now: Instant) -> Option<K> {
+        if self.shut_down {
+            return None;
+        }
+        self.promote(now);
+        let key = self.ready.pop_front()?;
+        self.dirty.remove(&key);
+        self.processing.insert(key.clone());
+        Some(key)
+    }
+
+    /// Marks `key` finished. Returns true when it was re-added meanwhile and
+    /// is ready again.
+    pub fn done(&mut self, key: &K) -> bool {
+        self.processing.remove(key);
+        if self.dirty.contains(key) && !self.shut_down {
+            self.ready.push_back(key.clone());
+            return true;
+        }
+        false
+    }
+
+    /// When the earliest delayed visit is due.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.delayed.first().map(|(at, _, _)| *at)
+    }
+
+    /// Keys ready now.
+    pub fn len(&self) -> usize {
+        self.ready.len()
+    }
+
+    /// True when nothing is ready.
+    pub fn is_empty(&self) -> bool {
+        self.ready.is_empty()
+    }
+
+    /// Keys scheduled for later.
+    pub fn delayed_len(&self) -> usize {
+        self.delayed.len()
+    }
+
+    /// Keys being processed.
+    pub fn in_flight(&self) -> usize {
+        self.processing.len()
+    }
+
+    /// Stops handing out keys and accepting new ones.
+    pub fn shut_down(&mut self) {
+        self.shut_down = true;
+    }
+
+    /// True after `shut_down`.
+    pub fn is_shut_down(&self) -> bool {
+        self.shut_down
+    }
+}
+
+/// The async queue workers share: cheap to clone.
+#[derive(Clone)]
+pub struct WorkQueue<K> {
+    state: Arc<Mutex<QueueState<K>>>,
+    /// Wakes workers waiting for a key.
+    ready: Arc<Notify>,
+    /// Wakes `drained` when a key finishes.
+    finished: Arc<Notify>,
+}
+
+impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
+    pub fn new(limit: RateLimit) -> Self {
+        Self {
+            state: Arc::new(Mutex::new(QueueState::new(limit))),
+            ready: Arc::new(Notify::new()),
+            finished: Arc::new(Notify::new()),
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut QueueState<K>) -> R) -> R {
+        f(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Marks `key` as needing processing.
+    pub fn add(&self, key: K) {
+        if self.with(|s| s.add(key)) {
+            self.ready.notify_one();
+        }
+    }
+
+    /// Schedules a visit to `key` after `delay`.
+    pub fn add_after(&self, key: K, delay: Duration) {
+        let now = Instant::now();
+        if self.with(|s| s.add_at(key, now + delay, now)) {
+            self.ready.notify_one();
+        } else {
+            // A sleeping worker may need to wake earlier than it planned.
+            self.ready.notify_waiters();
+        }
+    }
+
+    /// Schedules a retry after a failure, with backoff; returns the delay.
+    pub fn add_rate_limited(&self, key: K) -> Duration {
+        let delay = self.with(|s| s.add_rate_limited(key, Instant::now()));
+        self.ready.notify_waiters();
+        delay
+    }
+
+    /// Clears `key`'s failures.
+    pub fn forget(&self, key: &K) {
+        self.with(|s| s.forget(key));
+    }
+
+    /// How many failures in a row `key` has had.
+    pub fn failures(&self, key: &K) -> u32 {
+        self.with(|s| s.failures(key))
+    }
+
+    /// Waits for the next key; `None` once the queue is shut down.
+    pub async fn get(&self) -> Option<K> {
+        loop {
+            let notified = self.ready.notified();
+            tokio::pin!(notified);
+            // Register before looking, so a wake-up between the look and the
+            // wait is not lost.
+            notified.as_mut().enable();
+            let (key, next_due, shut_down) = self.with(|s| {
+                let key = s.pop(Instant::now());
+                (key, s.next_due(), s.is_shut_down())
+            });
+            if key.is_some() {
+                return key;
+            }
+            if shut_down {
+                return None;
+            }
+            match next_due {
+                Some(at) => {
+                    tokio::select! {
+                        _ = &mut notified => {}
+                        _ = tokio::time::sleep_until(at) => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+
+    /// Marks `key` finished; it is queued again if it changed meanwhile.
+    pub fn done(&self, key: &K) {
+        if self.with(|s| s.done(key)) {
+            self.ready.notify_one();
+        }
+        self.finished.notify_waiters();
+    }
+
+    /// (ready, delayed, in flight) counts.
+    pub fn depth(&self) -> (usize, usize, usize) {
+        self.with(|s| (s.len(), s.delayed_len(), s.in_flight()))
+    }
+
+    /// Stops handing out keys; workers waiting in `get` return `None`.
+    pub fn shut_down(&self) {
+        self.with(|s| s.shut_down());
+        self.ready.notify_waiters();
+    }
+
+    /// Waits until no key is being processed.
+    pub async fn drained(&self) {
+        loop {
+            let finished = self.finished.notified();
+            tokio::pin!(finished);
+            finished.as_mut().enable();
+            if self.with(|s| s.in_flight()) == 0 {
+                return;
+            }
+            finished.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> QueueState<&'static str> {
+        QueueState::new(RateLimit::default())
+    }
+
+    #[test]
+    fn a_waiting_key_is_queued_once() {
+        let now = Instant::now();
+        let mut q = state();
+        assert!(q.add("a"));
+        assert!(!q.add("a"));
+        assert!(q.add("b"));
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.pop(now), Some("a"));
+        assert_eq!(q.pop(now), Some("b"));
+        assert_eq!(q.pop(now), None);
+    }
+
+    #[test]
+    fn a_key_changed_while_processing_is_parked_then_requeued() {
+        let now = Instant::now();
+        let mut q = state();
+        q.add("a");
+        assert_eq!(q.pop(now), Some("a"));
+        // Changes while in flight: no second worker may get it.
+        assert!(!q.add("a"));
+        assert!(!q.add("a"));
+        assert_eq!(q.pop(now), None);
+        // Finished: it comes back exactly once.
+        assert!(q.done(&"a"));
+        assert_eq!(q.pop(now), Some("a"));
+        assert!(!q.done(&"a"));
+        assert_eq!(q.pop(now), None);
+    }
+
+    #[test]
+    fn backoff_doubles_from_5ms_to_1000s() {
+        let limit = RateLimit::default();
+        assert_eq!(limit.backoff(1), Duration::from_millis(5));
+        assert_eq!(limit.backoff(2), Duration::from_millis(10));
+        assert_eq!(limit.backoff(11), Duration::from_millis(5 * 1024));
+        assert_eq!(limit.backoff(30), Duration::from_secs(1000));
+        assert_eq!(limit.backoff(u32::MAX), Duration::from_secs(1000));
+    }
+
+    #[test]
+    fn retries_wait_their_backoff_and_forget_resets_it() {
+        let t0 = Instant::now();
+        let mut q = state();
+        assert_eq!(q.add_rate_limited("a", t0), Duration::from_millis(5));
+        assert_eq!(q.pop(t0), None);
+        assert_eq!(q.pop(t0 + Duration::from_millis(5)), Some("a"));
+        q.done(&"a");
+        assert_eq!(q.add_rate_limited("a", t0), Duration::from_millis(10));
+        assert_eq!(q.failures(&"a"), 2);
+        q.forget(&"a");
+        assert_eq!(q.failures(&"a"), 0);
+    }
+
+    #[test]
+    fn the_bucket_holds_retries_to_the_overall_rate_after_a_burst() {
+        let t0 = Instant::now();
+        let mut q: QueueState<u32> = QueueState::new(RateLimit {
+            burst: 3,
+            per_second: 10.0,
+            ..RateLimit::default()
+        });
+        for k in 0..3 {
+            assert_eq!(q.add_rate_limited(k, t0), Duration::from_millis(5));
+        }
+        // The fourth retry waits for a token: 100 ms at 10/s.
+        let d = q.add_rate_limited(3, t0);
+        assert!(
+            d >= Duration::from_millis(99) && d <= Duration::from_millis(101),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn the_earliest_scheduled_visit_wins() {
+        let t0 = Instant::now();
+        let mut q = state();
+        q.add_at("a", t0 + Duration::from_secs(10), t0);
+        q.add_at("a", t0 + Duration::from_secs(2), t0);
+        q.add_at("a", t0 + Duration::from_secs(5), t0);
+        assert_eq!(q.delayed_len(), 1);
+        assert_eq!(q.next_due(), Some(t0 + Duration::from_secs(2)));
+        assert_eq!(q.pop(t0 + Duration::from_secs(1)), None);
+        assert_eq!(q.pop(t0 + Duration::from_secs(2)), Some("a"));
+        assert_eq!(q.delayed_len(), 0);
+    }
+
+    #[test]
+    fn a_due_visit_of_a_waiting_key_does_not_duplicate_it() {
+        let t0 = Instant::now();
+        let mut q = state();
+        q.add("a");
+        q.add_at("a", t0 + Duration::from_millis(1), t0);
+        assert_eq!(q.promote(t0 + Duration::from_millis(1)), 0);
+        assert_eq!(q.len(), 1);
+    }
+
+    #[test]
+    fn shut_down_stops_handing_out_and_accepting_keys() {
+        let now = Instant::now();
+        let mut q = state();
+        q.add("a");
+        q.shut_down();
+        assert_eq!(q.pop(now), None);
+        assert!(!q.add("b"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn workers_wait_for_keys_and_for_delays() {
+        let q: WorkQueue<&'static str> = WorkQueue::new(RateLimit::default());
+        let worker = {
+            let q = q.clone();
+            tokio::spawn(async move { q.get().await })
+        };
+        tokio::task::yield_now().await;
+        q.add("a");
+        assert_eq!(worker.await.unwrap(), Some("a"));
+        q.done(&"a");
+
+        let started = Instant::now();
+        q.add_after("b", Duration::from_secs(30));
+        assert_eq!(q.get().await, Some("b"));
+        assert!(started.elapsed() >= Duration::from_secs(30));
+
+        // An earlier add_after wakes a worker already sleeping on a later one.
+        q.done(&"b");
+        q.add_after("late", Duration::from_secs(60));
+        let worker = {
+            let q = q.clone();
+            tokio::spawn(async move { q.get().await })
+        };
+        tokio::task::yield_now().await;
+        let started = Instant::now();
+        q.add_after("soon", Duration::from_secs(1));
+        assert_eq!(worker.await.unwrap(), Some("soon"));
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_key_is_never_processed_by_two_workers() {
+        let q: WorkQueue<u32> = WorkQueue::new(RateLimit::default());
+        let active = Arc::new(Mutex::new(HashSet::new()));
+        let processed = Arc::new(Mutex::new(0u32));
+        let mut workers = Vec::new();
+        for _ in 0..4 {
+            let (q, active, processed) = (q.clone(), active.clone(), processed.clone());
+            workers.push(tokio::spawn(async move {
+                while let Some(key) = q.get().await {
+                    assert!(active.lock().unwrap().insert(key), "key {key} taken twice");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    active.lock().unwrap().remove(&key);
+                    *processed.lock().unwrap() += 1;
+                    q.done(&key);
+                }
+            }));
+        }
+        for round in 0..20 {
+            for key in 0..3 {
+                q.add(key);
+            }
+            tokio::time::sleep(Duration::from_millis(3 + round % 7)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(q.depth(), (0, 0, 0));
+        q.shut_down();
+        for w in workers {
+            w.await.unwrap();
+        }
+        // Dedup collapsed most adds, but every burst was seen at least once.
+        let n = *processed.lock().unwrap();
+        assert!((3..=60).contains(&n), "{n}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shut_down_wakes_idle_workers_and_drained_waits_for_in_flight() {
+        let q: WorkQueue<&'static str> = WorkQueue::new(RateLimit::default());
+        let idle = {
+            let q = q.clone();
+            tokio::spawn(async move { q.get().await })
+        };
+        tokio::task::yield_now().await;
+        q.add("a");
+        assert_eq!(idle.await.unwrap(), Some("a"));
+        let idle = {
+            let q = q.clone();
+            tokio::spawn(async move { q.get().await })
+        };
+        tokio::task::yield_now().await;
+        q.shut_down();
+        assert_eq!(idle.await.unwrap(), None, "an idle worker is released");
+        let drained = {
+            let q = q.clone();
+            tokio::spawn(async move { q.drained().await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!drained.is_finished(), "a key is still in flight");
+        q.done(&"a");
+        drained.await.unwrap();
+    }
+}
