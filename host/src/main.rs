@@ -26,6 +26,35 @@ enum Command {
     /// Work with one plugin file, offline.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// Serve the embedded Kubernetes-compatible API server.
+    Apiserver(ApiserverArgs),
+}
+
+#[derive(Args)]
+struct ApiserverArgs {
+    /// Address to listen on; port 0 picks a free one. Non-loopback addresses
+    /// require a bearer token (generated, and written to the kubeconfig).
+    #[arg(long, default_value = "127.0.0.1:6443", value_name = "ADDR")]
+    listen: std::net::SocketAddr,
+    /// Keep state durably in this directory (SQLite).
+    #[arg(long, value_name = "DIR", conflicts_with = "in_memory")]
+    data: Option<PathBuf>,
+    /// Keep state in memory only.
+    #[arg(long)]
+    in_memory: bool,
+    /// Write a kubeconfig for this server here (with the real port).
+    #[arg(long, value_name = "FILE")]
+    write_kubeconfig: Option<PathBuf>,
+}
+
+impl ApiserverArgs {
+    fn config(&self) -> windlass_apiserver::Config {
+        let config = windlass_apiserver::Config::new().listen(self.listen);
+        match &self.data {
+            Some(dir) => config.data_dir(dir.clone()),
+            None => config.in_memory(),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -99,6 +128,11 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Apiserver(args) => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(serve_apiserver(args))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Plugin(PluginCommand::Inspect { file, limits }) => {
             let plugin = limits.runtime()?.load_file(&file)?;
             println!("{}", serde_json::to_string_pretty(plugin.manifest())?);
@@ -155,6 +189,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
     }
+}
+
+async fn serve_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
+    if args.data.is_none() && !args.in_memory {
+        tracing::warn!("no --data DIR given: state is kept in memory and lost on exit");
+    }
+    let server = windlass_apiserver::start(args.config()).await?;
+    if let Some(path) = &args.write_kubeconfig {
+        server
+            .write_kubeconfig(path)
+            .with_context(|| format!("writing kubeconfig to {}", path.display()))?;
+        tracing::info!(kubeconfig = %path.display(), "wrote kubeconfig");
+    }
+    tracing::info!(url = %server.url(), "API server listening");
+    windlass::shutdown::signal().await;
+    tracing::info!("shutting down");
+    server.shutdown().await;
+    Ok(())
 }
 
 fn single_object(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {

@@ -1,0 +1,229 @@
+//! The host's HTTP face to a Kubernetes API server: `kube` supplies the
+//! configuration and the authenticated transport; every request and every
+//! answer is shaped here, so status codes and `Status` bodies reach the
+//! informers and the writer intact.
+
+use std::path::Path;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt, TryStreamExt};
+use http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use kube::client::Body;
+use serde::Deserialize;
+
+/// A failed API request: the HTTP code and `Status` reason when the server
+/// answered, or code 0 when it could not be reached.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{method} {path}: {}", self.describe())]
+pub struct ApiError {
+    pub method: Method,
+    pub path: String,
+    /// HTTP status, or 0 for a transport failure.
+    pub code: u16,
+    /// The `Status` reason (`Conflict`, `NotFound`, `Expired`…), if any.
+    pub reason: String,
+    pub message: String,
+}
+
+impl ApiError {
+    fn describe(&self) -> String {
+        match self.code {
+            0 => format!("cannot reach the API server: {}", self.message),
+            code if self.reason.is_empty() => format!("{code}: {}", self.message),
+            code => format!("{code} {}: {}", self.reason, self.message),
+        }
+    }
+
+    pub fn is_conflict(&self) -> bool {
+        self.code == 409 && self.reason != "AlreadyExists"
+    }
+
+    pub fn is_already_exists(&self) -> bool {
+        self.code == 409 && self.reason == "AlreadyExists"
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.code == 404
+    }
+
+    /// `410 Gone` / `Expired`: the resourceVersion is too old; relist.
+    pub fn is_gone(&self) -> bool {
+        self.code == 410
+    }
+
+    fn transport(method: &Method, path: &str, message: impl ToString) -> Self {
+        Self {
+            method: method.clone(),
+            path: path.to_owned(),
+            code: 0,
+            reason: String::new(),
+            message: message.to_string(),
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct StatusBody {
+    #[serde(default)]
+    reason: String,
+    #[serde(default)]
+    message: String,
+}
+
+/// Builds the error for a non-2xx answer from its `Status` body.
+fn from_status(method: &Method, path: &str, code: StatusCode, body: &[u8]) -> ApiError {
+    let status: StatusBody = serde_json::from_slice(body).unwrap_or_default();
+    let message = if status.message.is_empty() {
+        String::from_utf8_lossy(&body[..body.len().min(512)])
+            .trim()
+            .to_owned()
+    } else {
+        status.message
+    };
+    ApiError {
+        method: method.clone(),
+        path: path.to_owned(),
+        code: code.as_u16(),
+        reason: status.reason,
+        message,
+    }
+}
+
+/// An authenticated client for one API server; cheap to clone.
+#[derive(Clone)]
+pub struct ApiClient {
+    client: kube::Client,
+}
+
+impl std::fmt::Debug for ApiClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiClient")
+    }
+}
+
+impl ApiClient {
+    /// From a kubeconfig file, or else the usual places: `KUBECONFIG`,
+    /// `~/.kube/config`, then the in-cluster service account.
+    pub async fn from_kubeconfig(path: Option<&Path>) -> anyhow::Result<Self> {
+        let config = match path {
+            Some(path) => {
+                let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
+            }
+            None => kube::Config::infer().await?,
+        };
+        Ok(Self {
+            client: kube::Client::try_from(config)?,
+        })
+    }
+
+    /// Wraps an existing kube client.
+    pub fn new(client: kube::Client) -> Self {
+        Self { client }
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: Option<&str>,
+        body: Vec<u8>,
+        agent: Option<&str>,
+    ) -> Result<http::Response<Body>, ApiError> {
+        let mut request = Request::builder().method(method.clone()).uri(path);
+        if let Some(ct) = content_type {
+            request = request.header(http::header::CONTENT_TYPE, ct);
+        }
+        if let Some(agent) = agent {
+            request = request.header(http::header::USER_AGENT, agent);
+        }
+        request = request.header(http::header::ACCEPT, "application/json");
+        let request = request
+            .body(Body::from(body))
+            .map_err(|e| ApiError::transport(&method, path, e))?;
+        self.client
+            .send(request)
+            .await
+            .map_err(|e| ApiError::transport(&method, path, e))
+    }
+
+    /// One request with a JSON answer; non-2xx answers become [`ApiError`].
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: Option<&str>,
+        body: Vec<u8>,
+        agent: Option<&str>,
+    ) -> Result<Bytes, ApiError> {
+        let response = self
+            .send(method.clone(), path, content_type, body, agent)
+            .await?;
+        let status = response.status();
+        let bytes = response
+            .into_body()
+            .into_data_stream()
+            .map_ok(|b| b.to_vec())
+            .try_concat()
+            .await
+            .map_err(|e| ApiError::transport(&method, path, e))?;
+        if status.is_success() {
+            Ok(Bytes::from(bytes))
+        } else {
+            Err(from_status(&method, path, status, &bytes))
+        }
+    }
+
+    /// GET with a JSON answer.
+    pub async fn get(&self, path: &str) -> Result<Bytes, ApiError> {
+        self.request(Method::GET, path, None, Vec::new(), None)
+            .await
+    }
+
+    /// Starts a watch (or any streaming GET): the body's chunks as they come.
+    pub async fn stream(
+        &self,
+        path: &str,
+    ) -> Result<impl Stream<Item = Result<Bytes, ApiError>> + Send + use<>, ApiError> {
+        let response = self.send(Method::GET, path, None, Vec::new(), None).await?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response
+                .into_body()
+                .into_data_stream()
+                .map_ok(|b| b.to_vec())
+                .try_concat()
+                .await
+                .unwrap_or_default();
+            return Err(from_status(&Method::GET, path, status, &body));
+        }
+        let path = path.to_owned();
+        Ok(response
+            .into_body()
+            .into_data_stream()
+            .map(move |chunk| chunk.map_err(|e| ApiError::transport(&Method::GET, &path, e))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_bodies_become_typed_errors() {
+        let body = br#"{"kind":"Status","status":"Failure","reason":"Conflict","message":"the object has been modified","code":409}"#;
+        let e = from_status(&Method::PUT, "/api/v1/x", StatusCode::CONFLICT, body);
+        assert!(e.is_conflict() && !e.is_already_exists());
+        assert_eq!(
+            e.to_string(),
+            "PUT /api/v1/x: 409 Conflict: the object has been modified"
+        );
+        let e = from_status(&Method::GET, "/x", StatusCode::GONE, b"gone");
+        assert!(e.is_gone());
+        assert_eq!(e.message, "gone");
+        let e = ApiError::transport(&Method::GET, "/x", "connection refused");
+        assert_eq!(e.code, 0);
+        assert!(e.to_string().contains("cannot reach the API server"));
+    }
+}

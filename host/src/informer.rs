@@ -1,0 +1,615 @@
+//! A shared list-watch informer: one per (resource, namespace, label
+//! selector, field selector), feeding one [`Cache`] and any number of
+//! handlers.
+//!
+//! Strategy, as client-go's reflector: list (in pages) to get the full state
+//! and a resourceVersion; watch from that version with bookmarks; after a
+//! disconnect resume from the last version seen; on `410 Gone` list again
+//! (the relist reports objects deleted meanwhile, so no delete is missed);
+//! treat a watch that sends nothing for `idle_timeout` as dead; back off with
+//! jitter on errors; hold relists of all informers to a shared bound.
+//!
+//! Handlers run synchronously on the informer's task after the cache has
+//! been updated, and must only do cheap, non-blocking work (enqueue a key).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::{Semaphore, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::cache::{Cache, CachedObject, Change, ObjectKey};
+use crate::client::{ApiClient, ApiError};
+use crate::discovery::ApiResource;
+
+/// What one informer watches.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InformerSpec {
+    pub resource: ApiResource,
+    pub namespace: Option<String>,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+}
+
+impl std::fmt::Display for InformerSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.resource.plural)?;
+        if let Some(ns) = &self.namespace {
+            write!(f, " in {ns}")?;
+        }
+        if let Some(l) = &self.label_selector {
+            write!(f, " labels {l:?}")?;
+        }
+        if let Some(s) = &self.field_selector {
+            write!(f, " fields {s:?}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Timing of list and watch.
+#[derive(Debug, Clone)]
+pub struct InformerConfig {
+    /// Objects per list page.
+    pub page_size: u32,
+    /// A watch silent this long (not even a bookmark) is dropped and resumed.
+    pub idle_timeout: Duration,
+    /// Each watch asks the server to end it after about this long (jittered
+    /// up to twice), so connections are renewed regularly.
+    pub watch_timeout: Duration,
+    /// First delay after an error; doubles up to `max_backoff`.
+    pub base_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for InformerConfig {
+    fn default() -> Self {
+        Self {
+            page_size: 500,
+            idle_timeout: Duration::from_secs(120),
+            watch_timeout: Duration::from_secs(300),
+            base_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Counters an operator watches.
+#[derive(Debug, Default)]
+pub struct InformerStats {
+    pub lists: AtomicU64,
+    pub relists: AtomicU64,
+    pub watch_restarts: AtomicU64,
+    pub events: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// Called with every change, after the cache has it.
+pub type Handler = Arc<dyn Fn(&Change) + Send + Sync>;
+
+type Handlers = Arc<RwLock<Vec<(u64, Handler)>>>;
+
+/// A running informer. Dropping it stops it.
+pub struct Informer {
+    spec: InformerSpec,
+    cache: Cache,
+    handlers: Handlers,
+    next_id: AtomicU64,
+    synced: watch::Receiver<bool>,
+    stats: Arc<InformerStats>,
+    stop: CancellationToken,
+}
+
+impl std::fmt::Debug for Informer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Informer")
+            .field("spec", &self.spec)
+            .finish()
+    }
+}
+
+impl Informer {
+    /// Starts listing and watching in a background task.
+    pub fn start(
+        client: ApiClient,
+        spec: InformerSpec,
+        config: InformerConfig,
+        relists: Arc<Semaphore>,
+    ) -> Self {
+        let cache = Cache::new();
+        let handlers: Handlers = Arc::default();
+        let (synced_tx, synced) = watch::channel(false);
+        let stats = Arc::new(InformerStats::default());
+        let stop = CancellationToken::new();
+        let task = Reflector {
+            client,
+            spec: spec.clone(),
+            config,
+            cache: cache.clone(),
+            handlers: handlers.clone(),
+            synced: synced_tx,
+            stats: stats.clone(),
+            relists,
+            listed_once: AtomicBool::new(false),
+        };
+        let token = stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = token.cancelled() => {}
+                _ = task.run() => {}
+            }
+        });
+        Self {
+            spec,
+            cache,
+            handlers,
+            next_id: AtomicU64::new(0),
+            synced,
+            stats,
+            stop,
+        }
+    }
+
+    pub fn spec(&self) -> &InformerSpec {
+        &self.spec
+    }
+
+    /// The informer's cache (read side).
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    pub fn stats(&self) -> &InformerStats {
+        &self.stats
+    }
+
+    /// Adds a handler; returns its id for [`Informer::unsubscribe`]. Objects
+    /// already cached are not replayed: list the cache after subscribing.
+    pub fn subscribe(&self, handler: Handler) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.handlers
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((id, handler));
+        id
+    }
+
+    pub fn unsubscribe(&self, id: u64) {
+        self.handlers
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(i, _)| *i != id);
+    }
+
+    /// True once the first list has been applied.
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Waits for the first list.
+    pub async fn wait_synced(&self) {
+        let mut synced = self.synced.clone();
+        let _ = synced.wait_for(|s| *s).await;
+    }
+
+    /// Stops the background task.
+    pub fn stop(&self) {
+        self.stop.cancel();
+    }
+}
+
+impl Drop for Informer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// How one watch connection ended.
+enum WatchEnd {
+    /// The server closed it (timeoutSeconds): resume.
+    Closed,
+    /// 410: the version is too old; list again.
+    Gone,
+    /// Nothing arrived for the idle timeout.
+    Idle,
+    Failed(String),
+}
+
+/// The task behind an informer.
+struct Reflector {
+    client: ApiClient,
+    spec: InformerSpec,
+    config: InformerConfig,
+    cache: Cache,
+    handlers: Handlers,
+    synced: watch::Sender<bool>,
+    stats: Arc<InformerStats>,
+    relists: Arc<Semaphore>,
+    listed_once: AtomicBool,
+}
+
+impl Reflector {
+    async fn run(self) {
+        let mut version: Option<String> = None;
+        let mut failures = 0u32;
+        loop {
+            let Some(from) = version.clone() else {
+                match self.list().await {
+                    Ok(rv) => {
+                        version = Some(rv);
+                        failures = 0;
+                    }
+                    Err(e) => {
+                        self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                        failures += 1;
+                        tracing::warn!(informer = %self.spec, error = %e, attempt = failures, "list failed; retrying");
+                        tokio::time::sleep(self.backoff(failures)).await;
+                    }
+                }
+                continue;
+            };
+            let end = self.watch(&from, &mut version).await;
+            self.stats.watch_restarts.fetch_add(1, Ordering::Relaxed);
+            match end {
+                WatchEnd::Closed => failures = 0,
+                WatchEnd::Gone => {
+                    tracing::info!(informer = %self.spec, version = %from, "resourceVersion expired (410); listing again");
+                    version = None;
+                }
+                WatchEnd::Idle => {
+                    tracing::warn!(informer = %self.spec, timeout = ?self.config.idle_timeout, "watch sent nothing; reconnecting");
+                }
+                WatchEnd::Failed(e) => {
+                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                    failures += 1;
+                    tracing::warn!(informer = %self.spec, error = %e, attempt = failures, "watch failed; resuming");
+                    tokio::time::sleep(self.backoff(failures)).await;
+                }
+            }
+        }
+    }
+
+    fn backoff(&self, failures: u32) -> Duration {
+        let exp = self
+            .config
+            .base_backoff
+            .saturating_mul(1 << failures.saturating_sub(1).min(16));
+        let capped = exp.min(self.config.max_backoff);
+        // ±50% jitter so many informers do not retry in lockstep.
+        capped.mul_f64(0.5 + fastrand::f64())
+    }
+
+    fn query(&self, params: &mut Vec<(String, String)>) -> String {
+        if let Some(l) = &self.spec.label_selector {
+            params.push(("labelSelector".into(), l.clone()));
+        }
+        if let Some(f) = &self.spec.field_selector {
+            params.push(("fieldSelector".into(), f.clone()));
+        }
+        let query = params
+            .iter()
+            .map(|(k, v)| format!("{k}={}", percent_encode(v)))
+            .collect::<Vec<_>>()
+            .join("&");
+        format!(
+            "{}?{query}",
+            self.spec
+                .resource
+                .collection_path(self.spec.namespace.as_deref())
+        )
+    }
+
+    /// Lists everything (paged), replaces the cache, notifies; returns the
+    /// list's resourceVersion.
+    async fn list(&self) -> Result<String, ApiError> {
+        let _permit = self.relists.acquire().await;
+        let resource = &self.spec.resource;
+        'restart: loop {
+            let mut objects = Vec::new();
+            let mut token: Option<String> = None;
+            loop {
+                let mut params = vec![("limit".to_owned(), self.config.page_size.to_string())];
+                if let Some(t) = &token {
+                    params.push(("continue".into(), t.clone()));
+                }
+                let body = match self.client.get(&self.query(&mut params)).await {
+                    Ok(body) => body,
+                    // The continue token expired mid-list: start over.
+                    Err(e) if e.is_gone() && token.is_some() => continue 'restart,
+                    Err(e) => return Err(e),
+                };
+                let page: ListPage<'_> =
+                    serde_json::from_slice(&body).map_err(|e| malformed(e.to_string()))?;
+                for item in page.items {
+                    let text = with_type_meta(item.get(), &resource.api_version, &resource.kind);
+                    match CachedObject::parse(&text) {
+                        Ok(o) => objects.push(o),
+                        Err(e) => {
+                            tracing::warn!(informer = %self.spec, error = %e, "skipping malformed object in list")
+                        }
+                    }
+                }
+                match page.metadata.continue_token.filter(|t| !t.is_empty()) {
+                    Some(next) => token = Some(next),
+                    None => {
+                        let version = page.metadata.resource_version.unwrap_or_default();
+                        let changes = self.cache.write(|s| s.replace_all(objects));
+                        self.notify(&changes);
+                        self.stats.lists.fetch_add(1, Ordering::Relaxed);
+                        if self.listed_once.swap(true, Ordering::Relaxed) {
+                            self.stats.relists.fetch_add(1, Ordering::Relaxed);
+                        }
+                        let _ = self.synced.send(true);
+                        tracing::debug!(informer = %self.spec, %version, objects = self.cache.read(|s| s.len()), "listed");
+                        return Ok(version);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One watch connection from `from`; keeps `version` at the last seen.
+    async fn watch(&self, from: &str, version: &mut Option<String>) -> WatchEnd {
+        let timeout = self
+            .config
+            .watch_timeout
+            .mul_f64(1.0 + fastrand::f64())
+            .as_secs()
+            .max(1);
+        let mut params = vec![
+            ("watch".to_owned(), "true".to_owned()),
+            ("resourceVersion".into(), from.to_owned()),
+            ("allowWatchBookmarks".into(), "true".into()),
+            ("timeoutSeconds".into(), timeout.to_string()),
+        ];
+        let path = self.query(&mut params);
+        let mut stream = match self.client.stream(&path).await {
+            Ok(s) => Box::pin(s),
+            Err(e) if e.is_gone() => return WatchEnd::Gone,
+            Err(e) => return WatchEnd::Failed(e.to_string()),
+        };
+        let mut lines = LineBuffer::default();
+        loop {
+            let chunk = match tokio::time::timeout(self.config.idle_timeout, stream.next()).await {
+                Err(_) => return WatchEnd::Idle,
+                Ok(None) => return WatchEnd::Closed,
+                Ok(Some(Err(e))) => return WatchEnd::Failed(e.to_string()),
+                Ok(Some(Ok(chunk))) => chunk,
+            };
+            if let Err(e) = lines.push(&chunk) {
+                return WatchEnd::Failed(e);
+            }
+            while let Some(line) = lines.next_line() {
+                match self.apply_line(&line) {
+                    Ok(Some(rv)) => *version = Some(rv),
+                    Ok(None) => {}
+                    Err(end) => return end,
+                }
+            }
+        }
+    }
+
+    /// Applies one watch event; returns the resourceVersion it carried.
+    fn apply_line(&self, line: &[u8]) -> Result<Option<String>, WatchEnd> {
+        let event: WatchEvent<'_> = serde_json::from_slice(line)
+            .map_err(|e| WatchEnd::Failed(format!("malformed watch event: {e}")))?;
+        let object = event.object.get();
+        match event.kind {
+            "ADDED" | "MODIFIED" | "DELETED" => {
+                let object = CachedObject::parse(object)
+                    .map_err(|e| WatchEnd::Failed(format!("{} event: {e}", event.kind)))?;
+                let rv = object.resource_version().to_owned();
+                self.stats.events.fetch_add(1, Ordering::Relaxed);
+                let change = if event.kind == "DELETED" {
+                    let key: ObjectKey = object.key().clone();
+                    self.cache.write(|s| s.remove(&key, Some(object)))
+                } else {
+                    self.cache.write(|s| s.upsert(object))
+                };
+                if let Some(change) = change {
+                    self.notify(std::slice::from_ref(&change));
+                }
+                Ok(Some(rv).filter(|rv| !rv.is_empty()))
+            }
+            "BOOKMARK" => {
+                #[derive(Deserialize)]
+                struct Bookmark {
+                    metadata: BookmarkMeta,
+                }
+                #[derive(Deserialize)]
+                #[serde(rename_all = "camelCase")]
+                struct BookmarkMeta {
+                    resource_version: String,
+                }
+                let b: Bookmark = serde_json::from_str(object)
+                    .map_err(|e| WatchEnd::Failed(format!("malformed bookmark: {e}")))?;
+                Ok(Some(b.metadata.resource_version))
+            }
+            "ERROR" => {
+                #[derive(Deserialize, Default)]
+                struct Status {
+                    #[serde(default)]
+                    code: u16,
+                    #[serde(default)]
+                    message: String,
+                }
+                let status: Status = serde_json::from_str(object).unwrap_or_default();
+                if status.code == 410 {
+                    Err(WatchEnd::Gone)
+                } else {
+                    Err(WatchEnd::Failed(format!(
+                        "watch error {}: {}",
+                        status.code, status.message
+                    )))
+                }
+            }
+            other => Err(WatchEnd::Failed(format!(
+                "unknown watch event type {other:?}"
+            ))),
+        }
+    }
+
+    fn notify(&self, changes: &[Change]) {
+        if changes.is_empty() {
+            return;
+        }
+        let handlers = self.handlers.read().unwrap_or_else(|e| e.into_inner());
+        for change in changes {
+            for (_, handler) in handlers.iter() {
+                handler(change);
+            }
+        }
+    }
+}
+
+fn malformed(message: String) -> ApiError {
+    ApiError {
+        method: http::Method::GET,
+        path: String::new(),
+        code: 0,
+        reason: "Malformed".into(),
+        message: format!("malformed list response: {message}"),
+    }
+}
+
+#[derive(Deserialize)]
+struct ListPage<'a> {
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(borrow, default)]
+    items: Vec<&'a RawValue>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ListMeta {
+    #[serde(default)]
+    resource_version: Option<String>,
+    #[serde(default, rename = "continue")]
+    continue_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WatchEvent<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+/// List items come without `apiVersion`/`kind`; plugins get whole objects.
+fn with_type_meta<'a>(item: &'a str, api_version: &str, kind: &str) -> std::borrow::Cow<'a, str> {
+    #[derive(Deserialize)]
+    struct TypeMeta {
+        #[serde(default)]
+        kind: Option<serde::de::IgnoredAny>,
+    }
+    let has_kind = serde_json::from_str::<TypeMeta>(item).is_ok_and(|t| t.kind.is_some());
+    if has_kind {
+        return item.into();
+    }
+    let rest = item
+        .trim_start()
+        .strip_prefix('{')
+        .unwrap_or(item)
+        .trim_start();
+    let sep = if rest.starts_with('}') { "" } else { "," };
+    format!(
+        "{{\"apiVersion\":{},\"kind\":{}{sep}{rest}",
+        serde_json::Value::from(api_version),
+        serde_json::Value::from(kind)
+    )
+    .into()
+}
+
+/// Splits a chunked body into lines, bounded so a server that never sends a
+/// newline cannot grow it without limit.
+#[derive(Default)]
+struct LineBuffer {
+    buf: Vec<u8>,
+}
+
+/// The longest watch event accepted (the API server's own limit is 3 MiB per
+/// object; events carry some overhead).
+const MAX_LINE: usize = 16 << 20;
+
+impl LineBuffer {
+    fn push(&mut self, chunk: &[u8]) -> Result<(), String> {
+        self.buf.extend_from_slice(chunk);
+        if self.buf.len() > MAX_LINE && !self.buf.contains(&b'\n') {
+            return Err(format!("a watch event is longer than {MAX_LINE} bytes"));
+        }
+        Ok(())
+    }
+
+    fn next_line(&mut self) -> Option<Vec<u8>> {
+        loop {
+            let end = self.buf.iter().position(|&b| b == b'\n')?;
+            let line: Vec<u8> = self.buf.drain(..=end).collect();
+            let trimmed = line.trim_ascii();
+            if !trimmed.is_empty() {
+                return Some(trimmed.to_vec());
+            }
+        }
+    }
+}
+
+/// Percent-encodes a query value (RFC 3986 unreserved characters pass).
+fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_items_get_their_type_meta() {
+        let item = r#"{"metadata":{"name":"a"}}"#;
+        let full = with_type_meta(item, "v1", "Pod");
+        let v: serde_json::Value = serde_json::from_str(&full).unwrap();
+        assert_eq!(
+            (v["apiVersion"].as_str(), v["kind"].as_str()),
+            (Some("v1"), Some("Pod"))
+        );
+        assert_eq!(v["metadata"]["name"], "a");
+        let typed = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a"}}"#;
+        assert!(matches!(
+            with_type_meta(typed, "v1", "Pod"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            with_type_meta("{}", "v1", "Pod"),
+            r#"{"apiVersion":"v1","kind":"Pod"}"#
+        );
+    }
+
+    #[test]
+    fn lines_are_split_across_chunks() {
+        let mut lines = LineBuffer::default();
+        lines.push(b"{\"a\":1}\n{\"b\"").unwrap();
+        assert_eq!(lines.next_line().unwrap(), b"{\"a\":1}");
+        assert_eq!(lines.next_line(), None);
+        lines.push(b":2}\n\n").unwrap();
+        assert_eq!(lines.next_line().unwrap(), b"{\"b\":2}");
+        assert_eq!(lines.next_line(), None);
+    }
+
+    #[test]
+    fn selectors_are_encoded_into_the_query() {
+        assert_eq!(percent_encode("app in (a,b)"), "app%20in%20%28a%2Cb%29");
+        assert_eq!(percent_encode("x=y"), "x%3Dy");
+    }
+}
