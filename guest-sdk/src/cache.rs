@@ -1,0 +1,40 @@
+//! Read-only access to the host's informer caches.
+//!
+//! Reads are instant and never touch the network. A plugin may read only the
+//! kinds its manifest declares (`reconciles`, `owns`, `reads`); reading any
+//! other kind returns an error naming it, and the host fails the reconcile.
+//!
+//! Natively (under `cargo test`) these functions read the fake cache of the
+//! [`crate::testing::Harness`] that is running the call.
+
+use crate::{Error, KindRef, Object, ObjectRef};
+
+/// One object by reference, or `None` if the cache does not hold it.
+pub fn get(object: &ObjectRef) -> Result<Option<Object>, Error> {
+    #[cfg(target_arch = "wasm32")]
+    {
+        crate::wasm::cache_get(object)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        crate::testing::context::cache_get(object)
+    }
+}
+
+/// Every cached object of `kind`, optionally only in `namespace` and matching
+/// `label_selector` (e.g. `app=web,tier in (a,b)`), ordered by namespace then
+/// name.
+pub fn list(
+    kind: &KindRef,
+    namespace: Option<&str>,
+    label_selector: Option<&str>,
+) -> Result<Vec<Object>, Error> {
+    #[cfg(target_arch = "wasm32")]
+    {
+        crate::wasm::cache_list(kind, namespace, label_selector)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        crate::testing::context::cache_list(kind, namespace, label_selector)
+    }
+}

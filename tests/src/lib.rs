@@ -1,0 +1,1 @@
+//! Helpers for windlass's end-to-end tests.
