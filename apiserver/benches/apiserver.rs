@@ -1,0 +1,197 @@
+//! Benchmark of the embedded API server: durable creates, watch fan-out and a
+//! 100,000-object list, printed as a table (`cargo bench -p windlass-apiserver --bench apiserver`).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use windlass_apiserver::{Config, start};
+
+type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+fn client() -> HttpClient {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+async fn create(c: &HttpClient, addr: SocketAddr, name: &str) -> bool {
+    let body = format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}},"data":{{"k":"v"}}}}"#
+    );
+    let req = Request::post(format!("http://{addr}{CMS}"))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .expect("valid request");
+    match c.request(req).await {
+        Ok(r) => {
+            let ok = r.status() == 201;
+            let _ = r.into_body().collect().await;
+            ok
+        }
+        Err(_) => false,
+    }
+}
+
+/// Creates `n` objects with `clients` concurrent clients; returns the seconds taken.
+async fn create_many(addr: SocketAddr, prefix: &str, n: u64, clients: u64) -> f64 {
+    let next = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|_| {
+            let (next, prefix) = (next.clone(), prefix.to_owned());
+            tokio::spawn(async move {
+                let c = client();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    assert!(
+                        create(&c, addr, &format!("{prefix}-{i}")).await,
+                        "create failed"
+                    );
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("client task");
+    }
+    start.elapsed().as_secs_f64()
+}
+
+/// Opens a watch from `rv` and counts events until `want` arrived.
+async fn watch_count(addr: SocketAddr, rv: u64, want: u64) -> u64 {
+    let req = Request::get(format!(
+        "http://{addr}{CMS}?watch=true&resourceVersion={rv}"
+    ))
+    .body(Full::new(Bytes::new()))
+    .expect("valid request");
+    let resp = client().request(req).await.expect("watch opens");
+    let mut body = resp.into_body();
+    let mut seen = 0;
+    while seen < want {
+        match body.frame().await {
+            Some(Ok(f)) => {
+                if let Ok(d) = f.into_data() {
+                    seen += d.iter().filter(|&&b| b == b'\n').count() as u64;
+                }
+            }
+            _ => break,
+        }
+    }
+    seen
+}
+
+fn row(metric: &str, value: String, target: &str) {
+    println!("| {metric} | {value} | {target} |");
+}
+
+#[tokio::main]
+async fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = start(
+        Config::new()
+            .data_dir(dir.path().into())
+            .watch_history(120_000),
+    )
+    .await
+    .expect("server starts");
+    let addr = server.addr();
+    println!("| metric | value | target |");
+    println!("|---|---|---|");
+
+    let n = if quick { 2_000 } else { 10_000 };
+    let secs = create_many(addr, "c", n, 8).await;
+    row(
+        "durable creates/s (8 clients)",
+        format!("{:.0}", n as f64 / secs),
+        ">= 5,000",
+    );
+    let secs = create_many(addr, "g", n, 64).await;
+    row(
+        "durable creates/s (64 clients, group commit)",
+        format!("{:.0}", n as f64 / secs),
+        "-",
+    );
+    let ms = fsync_ms(dir.path());
+    row(
+        "fsync latency of this disk; the 8-client bound",
+        format!("{ms:.2} ms; <= {:.0}/s", 8000.0 / ms),
+        "-",
+    );
+
+    // Fan-out: 10 watchers replay the last 2n events (the same path live
+    // events take), all at once.
+    let events = 2 * n;
+    let from = server.current_revision() - events;
+    let start = Instant::now();
+    let watchers: Vec<_> = (0..10)
+        .map(|_| tokio::spawn(watch_count(addr, from, events)))
+        .collect();
+    let mut delivered = 0;
+    for w in watchers {
+        delivered += w.await.expect("watcher");
+    }
+    let secs = start.elapsed().as_secs_f64();
+    row(
+        "watch events/s delivered (10 watchers)",
+        format!("{:.0}", delivered as f64 / secs),
+        ">= 100,000",
+    );
+
+    let total: u64 = if quick { 10_000 } else { 100_000 };
+    create_many(addr, "l", total - 2 * n, 64).await;
+    let c = client();
+    let mut best = Duration::MAX;
+    let mut items = 0;
+    for _ in 0..3 {
+        let start = Instant::now();
+        let req = Request::get(format!("http://{addr}{CMS}"))
+            .body(Full::new(Bytes::new()))
+            .expect("valid request");
+        let body = c
+            .request(req)
+            .await
+            .expect("list")
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        best = best.min(start.elapsed());
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("list is JSON");
+        items = v["items"].as_array().map_or(0, Vec::len);
+    }
+    assert_eq!(items as u64, total, "list returned every object");
+    row(
+        &format!("list {total} objects (s)"),
+        format!("{:.3}", best.as_secs_f64()),
+        "<= 1.0 (100k)",
+    );
+    server.shutdown().await;
+}
+
+/// Average latency of a small write plus fsync in `dir`.
+fn fsync_ms(dir: &std::path::Path) -> f64 {
+    use std::io::Write;
+    let path = dir.join("fsync-probe");
+    let mut f = std::fs::File::create(&path).expect("probe file");
+    let start = Instant::now();
+    for _ in 0..50 {
+        f.write_all(b"probe").expect("write");
+        f.sync_data().expect("fsync");
+    }
+    let ms = start.elapsed().as_secs_f64() * 1000.0 / 50.0;
+    let _ = std::fs::remove_file(path);
+    ms
+}

@@ -1,0 +1,122 @@
+//! Which objects a list or watch selects: namespace, name, label and field selectors.
+
+use serde_json::Value;
+use windlass_selector::{FieldSelector, LabelSelector};
+
+use crate::object;
+use crate::request::Query;
+use crate::resources::Resource;
+use crate::status::{ApiError, ApiResult};
+
+#[derive(Debug, Clone)]
+pub(crate) struct Filter {
+    ns: Option<String>,
+    labels: LabelSelector,
+    fields: FieldSelector,
+}
+
+impl Filter {
+    /// From `labelSelector` / `fieldSelector`; unknown fields are a 400 like the real server.
+    pub(crate) fn parse(
+        res: &Resource,
+        q: &Query,
+        ns: Option<&str>,
+        name: Option<&str>,
+    ) -> ApiResult<Self> {
+        let labels =
+            LabelSelector::parse(q.get("labelSelector").unwrap_or_default()).map_err(|e| {
+                ApiError::bad_request(format!("unable to parse requirement: {}", e.reason()))
+            })?;
+        let mut fs = q.get("fieldSelector").unwrap_or_default().to_owned();
+        if let Some(n) = name {
+            if !fs.is_empty() {
+                fs.push(',');
+            }
+            fs.push_str(&format!("metadata.name={n}"));
+        }
+        let fields = FieldSelector::parse(&fs).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        for r in fields.requirements() {
+            let f = r.field();
+            if f != "metadata.name" && f != "metadata.namespace" && !res.extra_fields().contains(&f)
+            {
+                return Err(ApiError::bad_request(format!(
+                    "\"{f}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"{}",
+                    res.extra_fields()
+                        .iter()
+                        .map(|x| format!(", \"{x}\""))
+                        .collect::<String>()
+                )));
+            }
+        }
+        Ok(Self {
+            ns: ns.map(str::to_owned),
+            labels,
+            fields,
+        })
+    }
+
+    /// The namespace the request is limited to.
+    pub(crate) fn namespace(&self) -> Option<&str> {
+        self.ns.as_deref()
+    }
+
+    /// A name pinned by the field selector (`metadata.name=x`), for fast gets.
+    pub(crate) fn is_everything(&self) -> bool {
+        self.labels.is_empty() && self.fields.is_empty()
+    }
+
+    pub(crate) fn matches(&self, v: &Value) -> bool {
+        let meta = &v["metadata"];
+        if let Some(ns) = &self.ns
+            && meta["namespace"].as_str().unwrap_or_default() != ns
+        {
+            return false;
+        }
+        let labels = &meta["labels"];
+        self.labels
+            .matches(|k| labels.get(k).and_then(Value::as_str))
+            && self.fields.matches(|f| {
+                Some(match f {
+                    "metadata.name" => meta["name"].as_str().unwrap_or_default().to_owned(),
+                    "metadata.namespace" => {
+                        meta["namespace"].as_str().unwrap_or_default().to_owned()
+                    }
+                    other => object::field_string(v, other),
+                })
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::builtins;
+    use serde_json::json;
+
+    fn pods() -> Resource {
+        builtins().into_iter().find(|r| r.plural == "pods").unwrap()
+    }
+
+    #[test]
+    fn selects_by_labels_and_fields() {
+        let q = Query::parse(Some(
+            "labelSelector=app%3Dweb&fieldSelector=spec.nodeName%3Dn1",
+        ));
+        let f = Filter::parse(&pods(), &q, Some("d"), None).unwrap();
+        let p = json!({"metadata": {"name": "p", "namespace": "d", "labels": {"app": "web"}}, "spec": {"nodeName": "n1"}});
+        assert!(f.matches(&p));
+        let mut other = p.clone();
+        other["spec"]["nodeName"] = json!("n2");
+        assert!(!f.matches(&other));
+        other["metadata"]["namespace"] = json!("e");
+        assert!(!f.matches(&other));
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let q = Query::parse(Some("fieldSelector=spec.foo%3D1"));
+        let e = Filter::parse(&pods(), &q, None, None).unwrap_err();
+        assert_eq!(e.code, 400);
+        assert!(e.message.contains("spec.foo"));
+    }
+}

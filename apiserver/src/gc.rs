@@ -1,0 +1,342 @@
+//! Garbage collection by ownerReferences, foreground/orphan deletion and
+//! namespace termination.
+//!
+//! `plan` is a pure function from a view of all objects to the next actions;
+//! `run` applies them under the state lock until nothing is left to do. The
+//! server runs a pass after every write that can need one (debounced).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::object;
+use crate::store::State;
+use crate::write::{self, DeleteOptions, FOREGROUND, ORPHAN, Propagation, Req};
+
+/// What GC needs to know about one object.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct View {
+    pub(crate) res: String,
+    pub(crate) ns: String,
+    pub(crate) name: String,
+    pub(crate) uid: String,
+    pub(crate) owners: Vec<(String, bool)>,
+    pub(crate) deleting: bool,
+    pub(crate) finalizers: Vec<String>,
+}
+
+/// One step GC takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Action {
+    Delete {
+        res: String,
+        ns: String,
+        name: String,
+        policy: Propagation,
+    },
+    RemoveOwners {
+        res: String,
+        ns: String,
+        name: String,
+        uids: Vec<String>,
+    },
+    RemoveFinalizer {
+        res: String,
+        ns: String,
+        name: String,
+        finalizer: String,
+    },
+    FinishNamespace {
+        name: String,
+    },
+}
+
+const NAMESPACES: &str = "/namespaces";
+
+/// Decides the next GC actions.
+pub(crate) fn plan(views: &[View]) -> Vec<Action> {
+    let by_uid: HashMap<&str, &View> = views.iter().map(|v| (v.uid.as_str(), v)).collect();
+    let mut actions = Vec::new();
+    let has = |v: &View, f: &str| v.finalizers.iter().any(|x| x == f);
+    for v in views.iter().filter(|v| !v.owners.is_empty()) {
+        let present: Vec<&View> = v
+            .owners
+            .iter()
+            .filter_map(|(u, _)| by_uid.get(u.as_str()).copied())
+            .collect();
+        let waiting = |o: &View| o.deleting && has(o, FOREGROUND);
+        let orphaning = |o: &View| o.deleting && has(o, ORPHAN);
+        let solid = present.iter().any(|o| !waiting(o) && !orphaning(o));
+        if present.is_empty() || (!solid && present.iter().all(|o| waiting(o))) {
+            if !v.deleting {
+                let policy = if present.is_empty() {
+                    Propagation::Background
+                } else {
+                    Propagation::Foreground
+                };
+                actions.push(Action::Delete {
+                    res: v.res.clone(),
+                    ns: v.ns.clone(),
+                    name: v.name.clone(),
+                    policy,
+                });
+            }
+            continue;
+        }
+        let drop: Vec<String> = v
+            .owners
+            .iter()
+            .filter(|(u, _)| match by_uid.get(u.as_str()) {
+                None => true,
+                Some(o) => orphaning(o) || (solid && waiting(o)),
+            })
+            .map(|(u, _)| u.clone())
+            .collect();
+        if !drop.is_empty() {
+            actions.push(Action::RemoveOwners {
+                res: v.res.clone(),
+                ns: v.ns.clone(),
+                name: v.name.clone(),
+                uids: drop,
+            });
+        }
+    }
+    let blocking: HashSet<&str> = views
+        .iter()
+        .flat_map(|v| v.owners.iter().filter(|(_, b)| *b).map(|(u, _)| u.as_str()))
+        .collect();
+    let any_dependent: HashSet<&str> = views
+        .iter()
+        .flat_map(|v| v.owners.iter().map(|(u, _)| u.as_str()))
+        .collect();
+    for v in views.iter().filter(|v| v.deleting) {
+        if has(v, FOREGROUND) && !blocking.contains(v.uid.as_str()) {
+            actions.push(Action::RemoveFinalizer {
+                res: v.res.clone(),
+                ns: v.ns.clone(),
+                name: v.name.clone(),
+                finalizer: FOREGROUND.into(),
+            });
+        }
+        if has(v, ORPHAN) && !any_dependent.contains(v.uid.as_str()) {
+            actions.push(Action::RemoveFinalizer {
+                res: v.res.clone(),
+                ns: v.ns.clone(),
+                name: v.name.clone(),
+                finalizer: ORPHAN.into(),
+            });
+        }
+    }
+    for ns in views.iter().filter(|v| v.res == NAMESPACES && v.deleting) {
+        let mut empty = true;
+        for v in views
+            .iter()
+            .filter(|v| v.res != NAMESPACES && v.ns == ns.name)
+        {
+            empty = false;
+            if !v.deleting {
+                actions.push(Action::Delete {
+                    res: v.res.clone(),
+                    ns: v.ns.clone(),
+                    name: v.name.clone(),
+                    policy: Propagation::Background,
+                });
+            }
+        }
+        if empty && ns.finalizers.is_empty() {
+            actions.push(Action::FinishNamespace {
+                name: ns.name.clone(),
+            });
+        }
+    }
+    actions
+}
+
+fn views(st: &State) -> Vec<View> {
+    st.all_objects()
+        .into_iter()
+        .map(|(res, o)| View {
+            ns: o.value["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            name: object::name(&o.value).to_owned(),
+            uid: object::uid(&o.value).to_owned(),
+            owners: object::owners(&o.value),
+            deleting: object::is_deleting(&o.value),
+            finalizers: object::finalizers(&o.value),
+            res,
+        })
+        .collect()
+}
+
+/// Runs GC to a fixed point (bounded); returns how many actions were applied.
+pub(crate) fn run(st: &mut State) -> usize {
+    let mut applied = 0;
+    for _ in 0..64 {
+        let actions = plan(&views(st));
+        if actions.is_empty() {
+            break;
+        }
+        let mut progressed = false;
+        for a in actions {
+            progressed |= apply(st, &a);
+            applied += 1;
+        }
+        if !progressed {
+            break;
+        }
+    }
+    applied
+}
+
+fn apply(st: &mut State, a: &Action) -> bool {
+    let (res_key, ns, name) = match a {
+        Action::Delete { res, ns, name, .. }
+        | Action::RemoveOwners { res, ns, name, .. }
+        | Action::RemoveFinalizer { res, ns, name, .. } => {
+            (res.as_str(), ns.as_str(), name.as_str())
+        }
+        Action::FinishNamespace { name } => (NAMESPACES, "", name.as_str()),
+    };
+    let Some(res) = st.registry.get_key(res_key).cloned() else {
+        // A kind whose CRD is gone: drop the object directly.
+        if st.get(res_key, ns, name).is_some() {
+            st.write(res_key, ns, name, None);
+            return true;
+        }
+        return false;
+    };
+    let req = Req {
+        res: &res,
+        version: &res.versions[0],
+        ns,
+        dry_run: false,
+    };
+    let Some(old) = st.get(res_key, ns, name) else {
+        return false;
+    };
+    let result = match a {
+        Action::Delete { policy, .. } => write::delete(
+            st,
+            &req,
+            name,
+            &DeleteOptions {
+                propagation: *policy,
+                ..Default::default()
+            },
+        )
+        .map(|_| ()),
+        Action::RemoveOwners { uids, .. } => {
+            let mut new = old.value.clone();
+            if let Some(refs) = new["metadata"]["ownerReferences"].as_array_mut() {
+                refs.retain(|r| !uids.iter().any(|u| r["uid"].as_str() == Some(u)));
+                if refs.is_empty() {
+                    object::meta_mut(&mut new).remove("ownerReferences");
+                }
+            }
+            write::commit_update(st, &req, &old, new).map(|_| ())
+        }
+        Action::RemoveFinalizer { finalizer, .. } => {
+            let mut new = old.value.clone();
+            let f = object::finalizers(&new)
+                .into_iter()
+                .filter(|x| x != finalizer)
+                .collect();
+            object::set_finalizers(&mut new, f);
+            write::commit_update(st, &req, &old, new).map(|_| ())
+        }
+        Action::FinishNamespace { .. } => {
+            st.write(NAMESPACES, "", name, None);
+            Ok(())
+        }
+    };
+    if let Err(e) = &result {
+        tracing::warn!(resource = res_key, namespace = ns, name, error = %e.message, "garbage collection step failed");
+    }
+    result.is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(res: &str, ns: &str, name: &str, owners: &[(&str, bool)]) -> View {
+        View {
+            res: res.into(),
+            ns: ns.into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            owners: owners.iter().map(|(u, b)| (u.to_string(), *b)).collect(),
+            deleting: false,
+            finalizers: vec![],
+        }
+    }
+
+    #[test]
+    fn orphans_of_a_missing_owner_are_deleted() {
+        let views = vec![v("apps/replicasets", "d", "rs", &[("uid-gone", true)])];
+        assert_eq!(
+            plan(&views),
+            vec![Action::Delete {
+                res: "apps/replicasets".into(),
+                ns: "d".into(),
+                name: "rs".into(),
+                policy: Propagation::Background
+            }]
+        );
+    }
+
+    #[test]
+    fn live_owner_keeps_dependents() {
+        let views = vec![
+            v("apps/deployments", "d", "dep", &[]),
+            v("apps/replicasets", "d", "rs", &[("uid-dep", true)]),
+        ];
+        assert!(plan(&views).is_empty());
+    }
+
+    #[test]
+    fn foreground_waits_for_blocking_dependents() {
+        let mut owner = v("apps/deployments", "d", "dep", &[]);
+        owner.deleting = true;
+        owner.finalizers = vec![FOREGROUND.into()];
+        let dep = v("apps/replicasets", "d", "rs", &[("uid-dep", true)]);
+        let actions = plan(&[owner.clone(), dep]);
+        assert_eq!(actions.len(), 1);
+        assert!(
+            matches!(&actions[0], Action::Delete { name, policy: Propagation::Foreground, .. } if name == "rs")
+        );
+        // Once the dependent is gone the finalizer goes.
+        assert!(
+            matches!(&plan(&[owner])[0], Action::RemoveFinalizer { finalizer, .. } if finalizer == FOREGROUND)
+        );
+    }
+
+    #[test]
+    fn orphan_removes_references_then_finalizer() {
+        let mut owner = v("apps/deployments", "d", "dep", &[]);
+        owner.deleting = true;
+        owner.finalizers = vec![ORPHAN.into()];
+        let dep = v("apps/replicasets", "d", "rs", &[("uid-dep", true)]);
+        let actions = plan(&[owner.clone(), dep]);
+        assert!(
+            matches!(&actions[0], Action::RemoveOwners { uids, .. } if uids == &vec!["uid-dep".to_string()])
+        );
+        assert!(
+            matches!(&plan(&[owner])[0], Action::RemoveFinalizer { finalizer, .. } if finalizer == ORPHAN)
+        );
+    }
+
+    #[test]
+    fn terminating_namespace_empties_then_goes() {
+        let mut ns = v(NAMESPACES, "", "team", &[]);
+        ns.deleting = true;
+        let cm = v("/configmaps", "team", "c", &[]);
+        assert!(matches!(&plan(&[ns.clone(), cm])[0], Action::Delete { name, .. } if name == "c"));
+        assert_eq!(
+            plan(&[ns]),
+            vec![Action::FinishNamespace {
+                name: "team".into()
+            }]
+        );
+    }
+}

@@ -1,0 +1,37 @@
+//! windlass-apiserver: an embedded, SQLite-backed, Kubernetes-compatible API server.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), windlass_apiserver::Error> {
+//! let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory()).await?;
+//! println!("kubectl --server {}", server.url());
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! See `docs/apiserver.md` for what is supported and how it is built.
+
+mod api;
+mod discovery;
+mod filter;
+mod gc;
+mod list;
+mod object;
+mod openapi;
+mod patch;
+mod proto;
+mod request;
+mod resources;
+mod server;
+mod ssa;
+mod status;
+mod storage;
+mod store;
+mod subresource;
+mod table;
+mod time;
+mod validate;
+mod watch;
+mod write;
+
+pub use server::{Config, Error, RunningServer, start};
+pub use storage::StorageError;

@@ -1,0 +1,139 @@
+//! Small accessors and constructors for object metadata.
+
+use serde_json::{Map, Value};
+
+pub(crate) fn name(v: &Value) -> &str {
+    v["metadata"]["name"].as_str().unwrap_or_default()
+}
+
+pub(crate) fn uid(v: &Value) -> &str {
+    v["metadata"]["uid"].as_str().unwrap_or_default()
+}
+
+pub(crate) fn is_deleting(v: &Value) -> bool {
+    v["metadata"]["deletionTimestamp"].is_string()
+}
+
+pub(crate) fn finalizers(v: &Value) -> Vec<String> {
+    v["metadata"]["finalizers"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub(crate) fn set_finalizers(v: &mut Value, f: Vec<String>) {
+    let meta = meta_mut(v);
+    if f.is_empty() {
+        meta.remove("finalizers");
+    } else {
+        meta.insert("finalizers".into(), Value::from(f));
+    }
+}
+
+/// `metadata` as a map, created if missing.
+pub(crate) fn meta_mut(v: &mut Value) -> &mut Map<String, Value> {
+    if !v["metadata"].is_object() {
+        v["metadata"] = Value::Object(Map::new());
+    }
+    v["metadata"]
+        .as_object_mut()
+        .expect("metadata is an object")
+}
+
+/// `(uid, blockOwnerDeletion)` of every owner reference.
+pub(crate) fn owners(v: &Value) -> Vec<(String, bool)> {
+    v["metadata"]["ownerReferences"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| {
+                    Some((
+                        r["uid"].as_str()?.to_owned(),
+                        r["blockOwnerDeletion"].as_bool().unwrap_or(false),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A random RFC 4122 version 4 UUID.
+pub(crate) fn new_uid() -> String {
+    let n = fastrand::u128(..);
+    let n = (n & !(0xf << 76) | (0x4 << 76)) & !(0x3 << 62) | (0x2 << 62);
+    let h = format!("{n:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// The 5-character suffix `generateName` appends.
+pub(crate) fn name_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    (0..5)
+        .map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char)
+        .collect()
+}
+
+/// Reads a dotted path (`spec.nodeName`) as the string a field selector compares.
+pub(crate) fn field_string(v: &Value, path: &str) -> String {
+    let mut cur = v;
+    for p in path.split('.') {
+        match cur.get(p) {
+            Some(n) => cur = n,
+            None => return String::new(),
+        }
+    }
+    match cur {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        Value::Bool(b) => b.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Everything but `metadata` and `status`: what bumps `generation`.
+pub(crate) fn spec_part(v: &Value) -> Map<String, Value> {
+    v.as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn uids_are_v4() {
+        let u = new_uid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert_ne!(u, new_uid());
+        assert_eq!(name_suffix().len(), 5);
+    }
+
+    #[test]
+    fn field_strings() {
+        let p = json!({"spec": {"nodeName": "n1", "hostNetwork": true}});
+        assert_eq!(field_string(&p, "spec.nodeName"), "n1");
+        assert_eq!(field_string(&p, "spec.hostNetwork"), "true");
+        assert_eq!(field_string(&p, "status.phase"), "");
+    }
+}

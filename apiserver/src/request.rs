@@ -1,0 +1,195 @@
+//! Request plumbing: query strings, bodies (JSON or YAML, size-limited),
+//! content negotiation and responses.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Body, Frame, Incoming};
+use hyper::{Response, StatusCode};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::status::{ApiError, ApiResult};
+
+pub(crate) type RespBody = BoxBody<Bytes, Infallible>;
+
+/// Bodies larger than this get 413, like the real server's 3 MiB limit.
+pub(crate) const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Parsed query parameters.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Query(Vec<(String, String)>);
+
+impl Query {
+    pub(crate) fn parse(q: Option<&str>) -> Self {
+        let mut v = Vec::new();
+        for part in q.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
+            let (k, val) = part.split_once('=').unwrap_or((part, ""));
+            v.push((decode(k), decode(val)));
+        }
+        Self(v)
+    }
+
+    pub(crate) fn get(&self, k: &str) -> Option<&str> {
+        self.0.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+    }
+
+    pub(crate) fn flag(&self, k: &str) -> bool {
+        matches!(self.get(k), Some("true" | "1" | "True"))
+    }
+
+    pub(crate) fn non_empty(&self, k: &str) -> Option<&str> {
+        self.get(k).filter(|s| !s.is_empty())
+    }
+}
+
+/// Percent-decoding with `+` as space.
+pub(crate) fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => {
+                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16)
+                {
+                    Ok(c) => {
+                        out.push(c);
+                        i += 2;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Reads the whole body, refusing more than [`MAX_BODY`].
+pub(crate) async fn read_body(body: Incoming) -> ApiResult<Bytes> {
+    match Limited::new(body, MAX_BODY).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::too_large()),
+        Err(e) => Err(ApiError::bad_request(format!(
+            "reading the request body: {e}"
+        ))),
+    }
+}
+
+/// Decodes a JSON or YAML object body according to its content type.
+pub(crate) fn decode_body(ct: &str, bytes: &[u8]) -> ApiResult<Value> {
+    let mime = ct.split(';').next().unwrap_or("").trim();
+    if mime == "application/vnd.kubernetes.protobuf" {
+        return crate::proto::decode(bytes)
+            .map_err(|e| ApiError::new(415, "UnsupportedMediaType", e));
+    }
+    let yaml = mime.ends_with("yaml");
+    if !yaml && !mime.is_empty() && !mime.ends_with("json") && mime != "*/*" {
+        return Err(ApiError::unsupported_media(ct));
+    }
+    let v: Value = if yaml {
+        serde_yaml_ng::from_slice(bytes)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
+    } else {
+        serde_json::from_slice(bytes).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        })?
+    };
+    Ok(v)
+}
+
+/// Whether the client asked for a `meta.k8s.io` Table.
+pub(crate) fn wants_table(accept: &str) -> bool {
+    accept
+        .split(',')
+        .next()
+        .is_some_and(|first| first.contains("as=Table") && first.contains("g=meta.k8s.io"))
+}
+
+pub(crate) fn full(b: impl Into<Bytes>) -> RespBody {
+    Full::new(b.into()).boxed()
+}
+
+pub(crate) fn json_bytes(code: u16, bytes: Bytes) -> Response<RespBody> {
+    Response::builder()
+        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::OK))
+        .header("content-type", "application/json")
+        .body(full(bytes))
+        .expect("static response parts are valid")
+}
+
+pub(crate) fn json(code: u16, v: &Value) -> Response<RespBody> {
+    json_bytes(
+        code,
+        Bytes::from(serde_json::to_vec(v).expect("JSON values serialize")),
+    )
+}
+
+pub(crate) fn error(e: &ApiError) -> Response<RespBody> {
+    json(e.code, &e.to_status())
+}
+
+pub(crate) fn text(code: u16, t: &'static str) -> Response<RespBody> {
+    Response::builder()
+        .status(code)
+        .header("content-type", "text/plain; charset=utf-8")
+        .body(full(Bytes::from_static(t.as_bytes())))
+        .expect("static response parts are valid")
+}
+
+/// A streaming body fed by a channel (watch responses).
+pub(crate) struct ChannelBody(pub(crate) mpsc::Receiver<Bytes>);
+
+impl Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.0.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_decode() {
+        let q = Query::parse(Some("labelSelector=app%3Dweb%2Ctier+in+(a)&watch=1&limit="));
+        assert_eq!(q.get("labelSelector"), Some("app=web,tier in (a)"));
+        assert!(q.flag("watch"));
+        assert_eq!(q.non_empty("limit"), None);
+        assert_eq!(decode("100%"), "100%");
+    }
+
+    #[test]
+    fn bodies_decode() {
+        assert_eq!(decode_body("application/yaml", b"a: 1").unwrap()["a"], 1);
+        assert_eq!(
+            decode_body("application/json", b"{bad").unwrap_err().code,
+            400
+        );
+        assert_eq!(
+            decode_body("application/xml", b"<a/>").unwrap_err().code,
+            415
+        );
+    }
+
+    #[test]
+    fn table_negotiation() {
+        assert!(wants_table(
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+        ));
+        assert!(!wants_table("application/json"));
+    }
+}

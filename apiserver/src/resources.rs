@@ -1,0 +1,517 @@
+//! The kinds the server serves: built-ins plus those CustomResourceDefinitions add.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// Where a scale subresource reads and writes replicas (JSON paths without the leading dot).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ScalePaths {
+    pub(crate) spec_replicas: String,
+    pub(crate) status_replicas: String,
+    pub(crate) label_selector: Option<String>,
+}
+
+/// A CRD's `additionalPrinterColumns` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PrinterColumn {
+    pub(crate) name: String,
+    pub(crate) type_: String,
+    pub(crate) json_path: String,
+}
+
+/// One served resource (a group/version/plural).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Resource {
+    pub(crate) group: String,
+    /// Versions served, preferred (storage) first.
+    pub(crate) versions: Vec<String>,
+    pub(crate) plural: String,
+    pub(crate) singular: String,
+    pub(crate) kind: String,
+    pub(crate) namespaced: bool,
+    pub(crate) short_names: Vec<String>,
+    pub(crate) categories: Vec<String>,
+    pub(crate) status: bool,
+    pub(crate) scale: Option<ScalePaths>,
+    pub(crate) builtin: bool,
+    pub(crate) printer_columns: Vec<PrinterColumn>,
+}
+
+impl Resource {
+    /// The storage key prefix, `group/plural`.
+    pub(crate) fn key(&self) -> String {
+        format!("{}/{}", self.group, self.plural)
+    }
+
+    pub(crate) fn api_version(&self, version: &str) -> String {
+        if self.group.is_empty() {
+            version.to_owned()
+        } else {
+            format!("{}/{version}", self.group)
+        }
+    }
+
+    pub(crate) fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    /// Whether the resource keeps a `metadata.generation`.
+    pub(crate) fn has_generation(&self) -> bool {
+        !matches!(
+            (self.group.as_str(), self.plural.as_str()),
+            (
+                "",
+                "configmaps" | "secrets" | "events" | "serviceaccounts" | "namespaces"
+            ) | ("events.k8s.io", "events")
+                | ("coordination.k8s.io", "leases")
+        )
+    }
+
+    /// Field-selector fields beyond `metadata.name` / `metadata.namespace`.
+    pub(crate) fn extra_fields(&self) -> &'static [&'static str] {
+        match (self.group.as_str(), self.plural.as_str()) {
+            ("", "pods") => &[
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.nominatedNodeName",
+            ],
+            ("", "events") => &[
+                "involvedObject.kind",
+                "involvedObject.namespace",
+                "involvedObject.name",
+                "involvedObject.uid",
+                "involvedObject.apiVersion",
+                "involvedObject.resourceVersion",
+                "involvedObject.fieldPath",
+                "reason",
+                "reportingComponent",
+                "source",
+                "type",
+            ],
+            ("", "secrets") => &["type"],
+            ("", "nodes") => &["spec.unschedulable"],
+            ("", "namespaces") => &["status.phase"],
+            ("apps", "replicasets") => &["status.replicas"],
+            _ => &[],
+        }
+    }
+
+    /// Verbs for discovery.
+    pub(crate) fn verbs(&self) -> Vec<&'static str> {
+        vec![
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn builtin(
+    group: &str,
+    version: &str,
+    plural: &str,
+    kind: &str,
+    namespaced: bool,
+    short: &[&str],
+    all: bool,
+    status: bool,
+) -> Resource {
+    Resource {
+        group: group.into(),
+        versions: vec![version.into()],
+        plural: plural.into(),
+        singular: kind.to_lowercase(),
+        kind: kind.into(),
+        namespaced,
+        short_names: short.iter().map(|s| s.to_string()).collect(),
+        categories: if all { vec!["all".into()] } else { vec![] },
+        status,
+        scale: None,
+        builtin: true,
+        printer_columns: vec![],
+    }
+}
+
+fn replicas_scale() -> Option<ScalePaths> {
+    Some(ScalePaths {
+        spec_replicas: "spec.replicas".into(),
+        status_replicas: "status.replicas".into(),
+        label_selector: Some("spec.selector".into()),
+    })
+}
+
+/// All built-in resources.
+pub(crate) fn builtins() -> Vec<Resource> {
+    let mut v = vec![
+        builtin(
+            "",
+            "v1",
+            "namespaces",
+            "Namespace",
+            false,
+            &["ns"],
+            false,
+            true,
+        ),
+        builtin("", "v1", "pods", "Pod", true, &["po"], true, true),
+        builtin("", "v1", "nodes", "Node", false, &["no"], false, true),
+        builtin(
+            "",
+            "v1",
+            "configmaps",
+            "ConfigMap",
+            true,
+            &["cm"],
+            false,
+            false,
+        ),
+        builtin("", "v1", "secrets", "Secret", true, &[], false, false),
+        builtin("", "v1", "services", "Service", true, &["svc"], true, true),
+        builtin(
+            "",
+            "v1",
+            "serviceaccounts",
+            "ServiceAccount",
+            true,
+            &["sa"],
+            false,
+            false,
+        ),
+        builtin("", "v1", "events", "Event", true, &["ev"], false, false),
+        builtin(
+            "",
+            "v1",
+            "resourcequotas",
+            "ResourceQuota",
+            true,
+            &["quota"],
+            false,
+            true,
+        ),
+        builtin(
+            "",
+            "v1",
+            "limitranges",
+            "LimitRange",
+            true,
+            &["limits"],
+            false,
+            false,
+        ),
+        builtin(
+            "events.k8s.io",
+            "v1",
+            "events",
+            "Event",
+            true,
+            &["ev"],
+            false,
+            false,
+        ),
+        builtin(
+            "apps",
+            "v1",
+            "deployments",
+            "Deployment",
+            true,
+            &["deploy"],
+            true,
+            true,
+        ),
+        builtin(
+            "apps",
+            "v1",
+            "replicasets",
+            "ReplicaSet",
+            true,
+            &["rs"],
+            true,
+            true,
+        ),
+        builtin(
+            "coordination.k8s.io",
+            "v1",
+            "leases",
+            "Lease",
+            true,
+            &[],
+            false,
+            false,
+        ),
+        builtin(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            false,
+            &["crd", "crds"],
+            false,
+            true,
+        ),
+    ];
+    for r in &mut v {
+        if r.group == "apps" {
+            r.scale = replicas_scale();
+        }
+    }
+    v
+}
+
+/// The set of served resources; cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Registry {
+    /// By `group/plural`.
+    by_key: BTreeMap<String, Arc<Resource>>,
+}
+
+impl Registry {
+    pub(crate) fn with_builtins() -> Self {
+        let mut r = Self::default();
+        for res in builtins() {
+            r.insert(res);
+        }
+        r
+    }
+
+    pub(crate) fn insert(&mut self, res: Resource) {
+        self.by_key.insert(res.key(), Arc::new(res));
+    }
+
+    pub(crate) fn remove(&mut self, key: &str) {
+        self.by_key.remove(key);
+    }
+
+    pub(crate) fn get_key(&self, key: &str) -> Option<&Arc<Resource>> {
+        self.by_key.get(key)
+    }
+
+    /// The resource served at `group/version/plural`.
+    pub(crate) fn lookup(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<&Arc<Resource>> {
+        self.by_key
+            .get(&format!("{group}/{plural}"))
+            .filter(|r| r.versions.iter().any(|v| v == version))
+    }
+
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Arc<Resource>> {
+        self.by_key.values()
+    }
+
+    /// Groups with their versions (preferred first), core group excluded, sorted
+    /// with the built-in groups first like the real server.
+    pub(crate) fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        let mut builtin_first: Vec<&Arc<Resource>> = self
+            .by_key
+            .values()
+            .filter(|r| !r.group.is_empty())
+            .collect();
+        builtin_first.sort_by_key(|r| !r.builtin);
+        for r in builtin_first {
+            match out.iter_mut().find(|(g, _)| *g == r.group) {
+                Some((_, vs)) => {
+                    for v in &r.versions {
+                        if !vs.contains(v) {
+                            vs.push(v.clone());
+                        }
+                    }
+                }
+                None => out.push((r.group.clone(), r.versions.clone())),
+            }
+        }
+        out
+    }
+}
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    let mut cur = v;
+    for p in path {
+        cur = cur.get(p)?;
+    }
+    cur.as_str()
+}
+
+/// The resource a CustomResourceDefinition declares, or why it is invalid
+/// (`(field, message)` pairs).
+pub(crate) fn from_crd(crd: &Value) -> Result<Resource, Vec<(String, String)>> {
+    let mut errs = Vec::new();
+    let group = str_at(crd, &["spec", "group"])
+        .unwrap_or_default()
+        .to_owned();
+    let plural = str_at(crd, &["spec", "names", "plural"])
+        .unwrap_or_default()
+        .to_owned();
+    let kind = str_at(crd, &["spec", "names", "kind"])
+        .unwrap_or_default()
+        .to_owned();
+    let name = str_at(crd, &["metadata", "name"]).unwrap_or_default();
+    if group.is_empty() || !group.contains('.') {
+        errs.push((
+            "spec.group".into(),
+            format!("Invalid value: {group:?}: should be a domain with at least one dot"),
+        ));
+    }
+    if plural.is_empty() {
+        errs.push(("spec.names.plural".into(), "Required value".into()));
+    }
+    if kind.is_empty() {
+        errs.push(("spec.names.kind".into(), "Required value".into()));
+    }
+    if name != format!("{plural}.{group}") {
+        errs.push((
+            "metadata.name".into(),
+            format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"),
+        ));
+    }
+    let scope = str_at(crd, &["spec", "scope"]).unwrap_or("Namespaced");
+    if scope != "Namespaced" && scope != "Cluster" {
+        errs.push((
+            "spec.scope".into(),
+            format!("Unsupported value: {scope:?}: supported values: \"Cluster\", \"Namespaced\""),
+        ));
+    }
+    let versions = crd["spec"]["versions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let served: Vec<&Value> = versions
+        .iter()
+        .filter(|v| v["served"].as_bool().unwrap_or(false))
+        .collect();
+    if versions
+        .iter()
+        .filter(|v| v["storage"].as_bool().unwrap_or(false))
+        .count()
+        != 1
+    {
+        errs.push((
+            "spec.versions".into(),
+            "Invalid value: must have exactly one version marked as storage version".into(),
+        ));
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    let mut names: Vec<String> = Vec::new();
+    let storage = versions
+        .iter()
+        .find(|v| v["storage"].as_bool().unwrap_or(false));
+    if let Some(s) = storage.filter(|s| s["served"].as_bool().unwrap_or(false)) {
+        names.push(s["name"].as_str().unwrap_or_default().to_owned());
+    }
+    for v in &served {
+        let n = v["name"].as_str().unwrap_or_default().to_owned();
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let first = storage
+        .or(served.first().copied())
+        .cloned()
+        .unwrap_or(Value::Null);
+    let sub = &first["subresources"];
+    let scale = sub
+        .get("scale")
+        .filter(|s| s.is_object())
+        .map(|s| ScalePaths {
+            spec_replicas: s["specReplicasPath"]
+                .as_str()
+                .unwrap_or(".spec.replicas")
+                .trim_start_matches('.')
+                .into(),
+            status_replicas: s["statusReplicasPath"]
+                .as_str()
+                .unwrap_or(".status.replicas")
+                .trim_start_matches('.')
+                .into(),
+            label_selector: s["labelSelectorPath"]
+                .as_str()
+                .map(|p| p.trim_start_matches('.').to_owned()),
+        });
+    let printer_columns = first["additionalPrinterColumns"]
+        .as_array()
+        .map(|cols| {
+            cols.iter()
+                .map(|c| PrinterColumn {
+                    name: c["name"].as_str().unwrap_or_default().into(),
+                    type_: c["type"].as_str().unwrap_or("string").into(),
+                    json_path: c["jsonPath"].as_str().unwrap_or_default().into(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let strings = |p: &str| -> Vec<String> {
+        crd["spec"]["names"][p]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Ok(Resource {
+        group,
+        versions: names,
+        singular: str_at(crd, &["spec", "names", "singular"])
+            .map(str::to_owned)
+            .unwrap_or_else(|| kind.to_lowercase()),
+        plural,
+        kind,
+        namespaced: scope == "Namespaced",
+        short_names: strings("shortNames"),
+        categories: strings("categories"),
+        status: sub.get("status").is_some_and(Value::is_object),
+        scale,
+        builtin: false,
+        printer_columns,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn crd_becomes_a_resource() {
+        let crd = json!({
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"]},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size"}}}]}
+        });
+        let r = from_crd(&crd).unwrap();
+        assert_eq!(r.key(), "example.com/widgets");
+        assert!(r.status && r.namespaced);
+        assert_eq!(r.scale.unwrap().spec_replicas, "spec.size");
+        assert_eq!(r.short_names, vec!["wd"]);
+    }
+
+    #[test]
+    fn crd_name_must_match() {
+        let crd = json!({"metadata": {"name": "x.example.com"},
+            "spec": {"group": "example.com", "names": {"plural": "widgets", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true}]}});
+        let errs = from_crd(&crd).unwrap_err();
+        assert_eq!(errs[0].0, "metadata.name");
+    }
+}

@@ -1,0 +1,312 @@
+//! The public face: configuration, `start`, the running server handle and
+//! its shutdown; plus the accept loop and the GC task.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+use crate::storage::{Storage, StorageError};
+use crate::store::State;
+
+/// How to run the server. Defaults: listen on `127.0.0.1:0`, in memory, no token.
+#[derive(Debug, Clone)]
+pub struct Config {
+    listen: SocketAddr,
+    data_dir: Option<PathBuf>,
+    token: Option<String>,
+    watch_history: usize,
+    watch_buffer: usize,
+    bookmark_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Config {
+    pub fn new() -> Self {
+        Self {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            data_dir: None,
+            token: None,
+            watch_history: 50_000,
+            watch_buffer: 16_384,
+            bookmark_interval: Duration::from_secs(60),
+        }
+    }
+
+    /// The address to bind; port 0 picks a free one.
+    pub fn listen(mut self, addr: SocketAddr) -> Self {
+        self.listen = addr;
+        self
+    }
+
+    /// Durable storage in `dir` (created if missing).
+    pub fn data_dir(mut self, dir: PathBuf) -> Self {
+        self.data_dir = Some(dir);
+        self
+    }
+
+    /// Keep everything in memory; nothing survives the process.
+    pub fn in_memory(mut self) -> Self {
+        self.data_dir = None;
+        self
+    }
+
+    /// The bearer token clients must send. Required (and generated when
+    /// `None`) when listening on a non-loopback address.
+    pub fn token(mut self, token: Option<String>) -> Self {
+        self.token = token;
+        self
+    }
+
+    /// How many recent events watches can resume from (default 50,000).
+    pub fn watch_history(mut self, events: usize) -> Self {
+        self.watch_history = events;
+        self
+    }
+
+    /// How far a watcher may fall behind the newest event before it is closed (default 16,384 events).
+    pub fn watch_buffer(mut self, events: usize) -> Self {
+        self.watch_buffer = events;
+        self
+    }
+
+    /// How often watches that allow bookmarks get one (default 60 s).
+    pub fn bookmark_interval(mut self, every: Duration) -> Self {
+        self.bookmark_interval = every;
+        self
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot listen on {addr}: {source} (is another process using the port?)")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// State shared by every request and task.
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    pub(crate) gc: Notify,
+    pub(crate) shutdown: watch::Receiver<bool>,
+    pub(crate) token: Option<String>,
+    pub(crate) bookmark_interval: Duration,
+    pub(crate) server_addr: String,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A running server. Dropping it stops serving without flushing; call
+/// [`RunningServer::shutdown`] for an orderly stop.
+pub struct RunningServer {
+    addr: SocketAddr,
+    token: Option<String>,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for RunningServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningServer")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+fn random_token() -> String {
+    (0..32)
+        .map(|_| format!("{:x}", fastrand::u8(..16)))
+        .collect()
+}
+
+/// Binds, opens storage and starts serving; returns once connections are accepted.
+pub async fn start(config: Config) -> Result<RunningServer, Error> {
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| Error::Bind {
+            addr: config.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| Error::Bind {
+        addr: config.listen,
+        source,
+    })?;
+    let token = match config.token {
+        Some(t) => Some(t),
+        None if !config.listen.ip().is_loopback() => Some(random_token()),
+        None => None,
+    };
+    let (storage, loaded) = match &config.data_dir {
+        Some(dir) => {
+            let dir = dir.clone();
+            tokio::task::spawn_blocking(move || Storage::open(&dir))
+                .await
+                .expect("storage open task panicked")?
+        }
+        None => Storage::in_memory(),
+    };
+    let mut state = State::new(
+        storage,
+        loaded.start_rv,
+        loaded.objects,
+        config.watch_history,
+        config.watch_buffer,
+    );
+    crate::api::ensure_system_namespaces(&mut state);
+    let (stop, shutdown) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        state: Mutex::new(state),
+        gc: Notify::new(),
+        shutdown,
+        token: token.clone(),
+        bookmark_interval: config.bookmark_interval,
+        server_addr: client_addr(addr).to_string(),
+    });
+    let gc_task = tokio::spawn(gc_loop(shared.clone()));
+    shared.gc.notify_one();
+    let accept = tokio::spawn(accept_loop(listener, shared.clone()));
+    tracing::info!(%addr, durable = config.data_dir.is_some(), "apiserver listening");
+    Ok(RunningServer {
+        addr,
+        token,
+        shared,
+        stop,
+        tasks: vec![accept, gc_task],
+    })
+}
+
+fn client_addr(addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, addr.port()))
+    } else {
+        addr
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = shared.shutdown.clone();
+    loop {
+        tokio::select! {
+            conn = listener.accept() => {
+                let Ok((stream, _)) = conn else { continue };
+                let _ = stream.set_nodelay(true);
+                let shared = shared.clone();
+                let svc = service_fn(move |req| {
+                    let shared = shared.clone();
+                    async move { Ok::<_, std::convert::Infallible>(crate::api::handle(shared, req).await) }
+                });
+                let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            _ = shutdown.changed() => break,
+        }
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
+}
+
+async fn gc_loop(shared: Arc<Shared>) {
+    let mut shutdown = shared.shutdown.clone();
+    loop {
+        tokio::select! {
+            _ = shared.gc.notified() => {}
+            _ = shutdown.changed() => return,
+        }
+        // Debounce: let a burst of deletes land first.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let n = crate::gc::run(&mut shared.lock());
+        if n > 0 {
+            tracing::debug!(actions = n, "garbage collection pass");
+        }
+    }
+}
+
+impl RunningServer {
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT` (loopback when bound to an unspecified address).
+    pub fn url(&self) -> String {
+        format!("http://{}", client_addr(self.addr))
+    }
+
+    /// The bearer token clients must send, if any.
+    pub fn bearer_token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
+    /// A kubeconfig for this server, with the token when one is required.
+    pub fn kubeconfig(&self) -> String {
+        let user = match &self.token {
+            Some(t) => format!("\n    token: {t}"),
+            None => " {}".to_owned(),
+        };
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: windlass\n  cluster:\n    server: {}\ncontexts:\n- name: windlass\n  context:\n    cluster: windlass\n    user: windlass\n    namespace: default\ncurrent-context: windlass\nusers:\n- name: windlass\n  user:{user}\n",
+            self.url()
+        )
+    }
+
+    /// Writes [`RunningServer::kubeconfig`] to `path`.
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::write(path, self.kubeconfig())
+    }
+
+    /// Drops the watch history: resuming from any earlier revision gets `410 Expired`.
+    pub fn compact(&self) {
+        self.shared.lock().compact();
+    }
+
+    /// The newest resourceVersion handed out.
+    pub fn current_revision(&self) -> u64 {
+        self.shared.lock().rv
+    }
+
+    /// Stops accepting, closes watches, lets in-flight requests finish (5 s
+    /// at most) and flushes storage.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+        let shared = self.shared.clone();
+        let _ = tokio::task::spawn_blocking(move || shared.lock().close_storage()).await;
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}

@@ -1,0 +1,435 @@
+//! The in-memory current state, the revision counter and the event ring that
+//! list, watch and every write go through.
+//!
+//! One `State` behind a mutex: a write takes the lock, computes the new
+//! object, assigns the next revision, updates the index, appends the event to
+//! the ring, broadcasts it (serialized once, shared by all watchers) and queues
+//! it for storage, in that order. The caller then waits for the storage
+//! acknowledgement outside the lock.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::{broadcast, oneshot};
+
+use crate::resources::Registry;
+use crate::storage::{Ack, Record, Storage};
+
+/// A stored object: its revision, parsed value and serialized bytes.
+#[derive(Debug)]
+pub(crate) struct Obj {
+    pub(crate) rv: u64,
+    pub(crate) value: Value,
+    pub(crate) bytes: Bytes,
+}
+
+impl Obj {
+    pub(crate) fn new(rv: u64, value: Value) -> Self {
+        let bytes = Bytes::from(serde_json::to_vec(&value).expect("JSON values serialize"));
+        Self { rv, value, bytes }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, as watchers see it.
+#[derive(Debug)]
+pub(crate) struct Event {
+    pub(crate) rv: u64,
+    pub(crate) typ: EventType,
+    /// Resource key, `group/plural`.
+    pub(crate) res: String,
+    pub(crate) ns: String,
+    pub(crate) name: String,
+    /// The new object (for a deletion: the last state, at the deletion revision).
+    pub(crate) obj: Arc<Obj>,
+    pub(crate) prev: Option<Arc<Obj>>,
+    /// `{"type":..,"object":..}\n`, shared by every watcher.
+    pub(crate) line: Bytes,
+}
+
+pub(crate) fn event_line(typ: &str, object: &[u8]) -> Bytes {
+    let mut v = Vec::with_capacity(object.len() + 32);
+    v.extend_from_slice(b"{\"type\":\"");
+    v.extend_from_slice(typ.as_bytes());
+    v.extend_from_slice(b"\",\"object\":");
+    v.extend_from_slice(object);
+    v.extend_from_slice(b"}\n");
+    Bytes::from(v)
+}
+
+/// Why a requested revision cannot be served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RvError {
+    /// Older than the history window.
+    Expired,
+    /// Newer than anything written.
+    TooLarge,
+}
+
+type Table = BTreeMap<(String, String), Arc<Obj>>;
+
+/// `(namespace, name)`.
+pub(crate) type Key = (String, String);
+
+/// Past events plus the live feed, from [`State::subscribe`].
+pub(crate) type Subscription = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
+
+/// The whole in-memory state.
+pub(crate) struct State {
+    pub(crate) rv: u64,
+    pub(crate) registry: Registry,
+    tables: HashMap<String, Table>,
+    ring: VecDeque<Arc<Event>>,
+    ring_cap: usize,
+    /// Watches and snapshots can start from any revision `>= floor`.
+    floor: u64,
+    bus: broadcast::Sender<Arc<Event>>,
+    storage: Storage,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("rv", &self.rv)
+            .field("floor", &self.floor)
+            .finish()
+    }
+}
+
+/// Storage key of one object.
+pub(crate) fn storage_key(res: &str, ns: &str, name: &str) -> String {
+    format!("{res}/{ns}/{name}")
+}
+
+fn split_storage_key(key: &str) -> Option<(String, String, String)> {
+    let mut parts = key.rsplitn(3, '/');
+    let name = parts.next()?.to_owned();
+    let ns = parts.next()?.to_owned();
+    let res = parts.next()?.to_owned();
+    Some((res, ns, name))
+}
+
+impl State {
+    pub(crate) fn new(
+        storage: Storage,
+        start_rv: u64,
+        objects: Vec<(String, Bytes)>,
+        ring_cap: usize,
+        bus_cap: usize,
+    ) -> Self {
+        let (bus, _) = broadcast::channel(bus_cap.max(16));
+        let mut tables: HashMap<String, Table> = HashMap::new();
+        for (key, bytes) in objects {
+            let Some((res, ns, name)) = split_storage_key(&key) else {
+                continue;
+            };
+            let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+                tracing::warn!(key, "skipping undecodable stored object");
+                continue;
+            };
+            let rv = value["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            tables
+                .entry(res)
+                .or_default()
+                .insert((ns, name), Arc::new(Obj { rv, value, bytes }));
+        }
+        let mut registry = Registry::with_builtins();
+        if let Some(crds) = tables.get("apiextensions.k8s.io/customresourcedefinitions") {
+            for o in crds.values() {
+                if let Ok(r) = crate::resources::from_crd(&o.value) {
+                    registry.insert(r);
+                }
+            }
+        }
+        Self {
+            rv: start_rv,
+            registry,
+            tables,
+            ring: VecDeque::new(),
+            ring_cap: ring_cap.max(1),
+            floor: start_rv,
+            bus,
+            storage,
+        }
+    }
+
+    pub(crate) fn get(&self, res: &str, ns: &str, name: &str) -> Option<Arc<Obj>> {
+        self.tables
+            .get(res)?
+            .get(&(ns.to_owned(), name.to_owned()))
+            .cloned()
+    }
+
+    /// Current objects of a resource, optionally in one namespace, in key order.
+    pub(crate) fn list(&self, res: &str, ns: Option<&str>) -> Vec<Arc<Obj>> {
+        let Some(t) = self.tables.get(res) else {
+            return vec![];
+        };
+        match ns {
+            None => t.values().cloned().collect(),
+            Some(ns) => t
+                .range((ns.to_owned(), String::new())..)
+                .take_while(|((n, _), _)| n == ns)
+                .map(|(_, o)| o.clone())
+                .collect(),
+        }
+    }
+
+    /// Keys and objects of a resource as of revision `at`, with keys after
+    /// `after` only. Rebuilt from the current state by undoing newer events.
+    pub(crate) fn snapshot(
+        &self,
+        res: &str,
+        ns: Option<&str>,
+        at: u64,
+        after: Option<&(String, String)>,
+    ) -> Result<Vec<(Key, Arc<Obj>)>, RvError> {
+        if at > self.rv {
+            return Err(RvError::TooLarge);
+        }
+        if at < self.floor {
+            return Err(RvError::Expired);
+        }
+        let in_range =
+            |k: &(String, String)| ns.is_none_or(|n| k.0 == n) && after.is_none_or(|a| k > a);
+        let mut map: BTreeMap<(String, String), Arc<Obj>> = match self.tables.get(res) {
+            Some(t) => t
+                .iter()
+                .filter(|(k, _)| in_range(k))
+                .map(|(k, o)| (k.clone(), o.clone()))
+                .collect(),
+            None => BTreeMap::new(),
+        };
+        if at < self.rv {
+            let start = self.ring.partition_point(|e| e.rv <= at);
+            for e in self.ring.range(start..).rev() {
+                if e.res != res {
+                    continue;
+                }
+                let k = (e.ns.clone(), e.name.clone());
+                if !in_range(&k) {
+                    continue;
+                }
+                match &e.prev {
+                    Some(p) => {
+                        map.insert(k, p.clone());
+                    }
+                    None => {
+                        map.remove(&k);
+                    }
+                }
+            }
+        }
+        Ok(map.into_iter().collect())
+    }
+
+    /// Events after `from` plus a live receiver, atomically.
+    pub(crate) fn subscribe(&self, from: u64) -> Result<Subscription, RvError> {
+        if from < self.floor {
+            return Err(RvError::Expired);
+        }
+        let start = self.ring.partition_point(|e| e.rv <= from);
+        let past = self.ring.range(start..).cloned().collect();
+        Ok((past, self.bus.subscribe()))
+    }
+
+    /// Drops the event history: watches from any earlier revision get 410.
+    pub(crate) fn compact(&mut self) {
+        self.ring.clear();
+        self.floor = self.rv;
+    }
+
+    /// Stores `value` (or deletes, with `None`) and returns the stored object
+    /// and the storage acknowledgement. `value` must already carry its final
+    /// metadata except `resourceVersion`, which is assigned here.
+    pub(crate) fn write(
+        &mut self,
+        res: &str,
+        ns: &str,
+        name: &str,
+        value: Option<Value>,
+    ) -> (Arc<Obj>, oneshot::Receiver<Result<(), String>>) {
+        let key = (ns.to_owned(), name.to_owned());
+        let prev = self.tables.get(res).and_then(|t| t.get(&key)).cloned();
+        self.rv += 1;
+        let rv = self.rv;
+        let (typ, obj) = match value {
+            Some(mut v) => {
+                v["metadata"]["resourceVersion"] = Value::String(rv.to_string());
+                let obj = Arc::new(Obj::new(rv, v));
+                self.tables
+                    .entry(res.to_owned())
+                    .or_default()
+                    .insert(key, obj.clone());
+                (
+                    if prev.is_some() {
+                        EventType::Modified
+                    } else {
+                        EventType::Added
+                    },
+                    obj,
+                )
+            }
+            None => {
+                let mut v = prev
+                    .as_ref()
+                    .map(|p| p.value.clone())
+                    .unwrap_or(Value::Null);
+                if let Some(t) = self.tables.get_mut(res) {
+                    t.remove(&key);
+                }
+                if v.is_object() {
+                    v["metadata"]["resourceVersion"] = Value::String(rv.to_string());
+                }
+                (EventType::Deleted, Arc::new(Obj::new(rv, v)))
+            }
+        };
+        let line = event_line(typ.as_str(), &obj.bytes);
+        let event = Arc::new(Event {
+            rv,
+            typ,
+            res: res.to_owned(),
+            ns: ns.to_owned(),
+            name: name.to_owned(),
+            obj: obj.clone(),
+            prev,
+            line,
+        });
+        if self.ring.len() >= self.ring_cap
+            && let Some(old) = self.ring.pop_front()
+        {
+            self.floor = old.rv;
+        }
+        self.ring.push_back(event.clone());
+        let _ = self.bus.send(event);
+        let (tx, rx): (Ack, _) = oneshot::channel();
+        let record = Record {
+            rv,
+            key: storage_key(res, ns, name),
+            value: (typ != EventType::Deleted).then(|| obj.bytes.clone()),
+        };
+        self.storage.append(record, Some(tx));
+        (obj, rx)
+    }
+
+    /// Every stored object with its resource key.
+    pub(crate) fn all_objects(&self) -> Vec<(String, Arc<Obj>)> {
+        let mut out = Vec::new();
+        for (res, t) in &self.tables {
+            out.extend(t.values().map(|o| (res.clone(), o.clone())));
+        }
+        out
+    }
+
+    pub(crate) fn close_storage(&mut self) {
+        self.storage.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn state() -> State {
+        let (s, _) = Storage::in_memory();
+        State::new(s, 100, vec![], 4, 64)
+    }
+
+    #[test]
+    fn snapshot_undoes_newer_events() {
+        let mut st = state();
+        st.write(
+            "/configmaps",
+            "a",
+            "x",
+            Some(json!({"metadata": {"name": "x"}, "data": {"v": "1"}})),
+        );
+        let at = st.rv;
+        st.write(
+            "/configmaps",
+            "a",
+            "x",
+            Some(json!({"metadata": {"name": "x"}, "data": {"v": "2"}})),
+        );
+        st.write(
+            "/configmaps",
+            "a",
+            "y",
+            Some(json!({"metadata": {"name": "y"}})),
+        );
+        let snap = st.snapshot("/configmaps", Some("a"), at, None).unwrap();
+        assert_eq!(snap.len(), 1);
+        assert_eq!(snap[0].1.value["data"]["v"], "1");
+        assert_eq!(
+            st.snapshot("/configmaps", None, st.rv, None).unwrap().len(),
+            2
+        );
+        assert_eq!(
+            st.snapshot("/configmaps", None, st.rv + 1, None)
+                .unwrap_err(),
+            RvError::TooLarge
+        );
+    }
+
+    #[test]
+    fn ring_overflow_raises_the_floor() {
+        let mut st = state();
+        for i in 0..6 {
+            st.write(
+                "/configmaps",
+                "a",
+                &format!("c{i}"),
+                Some(json!({"metadata": {}})),
+            );
+        }
+        // 6 events, ring of 4: events 101 and 102 are gone.
+        assert_eq!(st.subscribe(101).unwrap_err(), RvError::Expired);
+        let (past, _) = st.subscribe(102).unwrap();
+        assert_eq!(
+            past.iter().map(|e| e.rv).collect::<Vec<_>>(),
+            vec![103, 104, 105, 106]
+        );
+        st.compact();
+        assert!(st.subscribe(105).is_err());
+        assert!(st.subscribe(106).unwrap().0.is_empty());
+    }
+
+    #[test]
+    fn deletion_event_carries_new_revision() {
+        let mut st = state();
+        st.write(
+            "/configmaps",
+            "a",
+            "x",
+            Some(json!({"metadata": {"name": "x"}})),
+        );
+        let (obj, _) = st.write("/configmaps", "a", "x", None);
+        assert_eq!(obj.value["metadata"]["resourceVersion"], "102");
+        assert!(st.get("/configmaps", "a", "x").is_none());
+        let (past, _) = st.subscribe(101).unwrap();
+        assert_eq!(past[0].typ, EventType::Deleted);
+        assert!(past[0].line.starts_with(b"{\"type\":\"DELETED\""));
+    }
+}

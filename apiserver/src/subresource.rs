@@ -1,0 +1,179 @@
+//! The scale and binding subresources.
+
+use hyper::{Method, Response};
+use serde_json::{Value, json};
+
+use crate::api::Ctx;
+use crate::object;
+use crate::patch::{self, PatchKind};
+use crate::request::{self as rq, RespBody};
+use crate::resources::Resource;
+use crate::status::{ApiError, ApiResult, Target};
+use crate::write;
+
+fn scale_of(res: &Resource, version: &str, v: &Value) -> Value {
+    let paths = res.scale.as_ref().expect("scale subresource");
+    let at = |p: &str| p.split('.').fold(v, |cur, k| &cur[k]);
+    let selector = match paths.label_selector.as_deref().map(at) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(sel)) => sel
+            .get("matchLabels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    let m = &v["metadata"];
+    let _ = version;
+    json!({
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {"name": m["name"], "namespace": m["namespace"], "uid": m["uid"],
+            "resourceVersion": m["resourceVersion"], "creationTimestamp": m["creationTimestamp"]},
+        "spec": {"replicas": at(&paths.spec_replicas).as_i64().unwrap_or(0)},
+        "status": {"replicas": at(&paths.status_replicas).as_i64().unwrap_or(0), "selector": selector},
+    })
+}
+
+fn set_path(v: &mut Value, path: &str, x: Value) {
+    let mut cur = v;
+    for k in path.split('.') {
+        if !cur[k].is_object()
+            && !cur[k].is_null()
+            && k != path.rsplit('.').next().unwrap_or_default()
+        {
+            cur[k] = json!({});
+        }
+        cur = &mut cur[k];
+    }
+    *cur = x;
+}
+
+pub(crate) async fn scale(
+    ctx: &Ctx,
+    m: &Method,
+    name: &str,
+    ct: &str,
+    body: &[u8],
+) -> ApiResult<Response<RespBody>> {
+    let w = {
+        let mut st = ctx.shared.lock();
+        let old = st
+            .get(&ctx.res.key(), &ctx.ns, name)
+            .ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
+        let current = scale_of(&ctx.res, &ctx.version, &old.value);
+        let desired = match *m {
+            Method::GET => return Ok(rq::json(200, &current)),
+            Method::PUT => rq::decode_body(ct, body)?,
+            Method::PATCH => {
+                let kind = PatchKind::from_content_type(ct)
+                    .ok_or_else(|| ApiError::unsupported_media(ct))?;
+                let p: Value = serde_json::from_slice(body)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+                let mut s = current.clone();
+                match kind {
+                    PatchKind::Json => {
+                        patch::json_patch(&mut s, &p).map_err(ApiError::bad_request)?
+                    }
+                    PatchKind::Strategic => {
+                        patch::strategic(&mut s, &p).map_err(ApiError::bad_request)?
+                    }
+                    _ => patch::merge(&mut s, &p),
+                }
+                s
+            }
+            _ => return Err(ApiError::method_not_supported(ctx.target(name), m.as_str())),
+        };
+        if let Some(rv) = desired["metadata"]["resourceVersion"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            && rv != old.rv.to_string()
+        {
+            return Err(ApiError::stale(ctx.target(name)));
+        }
+        let replicas = desired["spec"]["replicas"]
+            .as_i64()
+            .filter(|r| *r >= 0)
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "Scale",
+                    Target {
+                        group: "autoscaling",
+                        resource: "scale",
+                        name,
+                    },
+                    &[(
+                        "spec.replicas".into(),
+                        format!(
+                            "Invalid value: {}: must be greater than or equal to 0",
+                            desired["spec"]["replicas"]
+                        ),
+                    )],
+                )
+            })?;
+        let mut new = old.value.clone();
+        set_path(
+            &mut new,
+            &ctx.res.scale.as_ref().expect("scale").spec_replicas,
+            json!(replicas),
+        );
+        write::commit_update(&mut st, &ctx.req(), &old, new)?
+    };
+    let out = scale_of(&ctx.res, &ctx.version, &w.obj.value);
+    let resp = ctx.finish(w, 200).await?;
+    drop(resp);
+    Ok(rq::json(200, &out))
+}
+
+pub(crate) async fn binding(
+    ctx: &Ctx,
+    name: &str,
+    ct: &str,
+    body: &[u8],
+) -> ApiResult<Response<RespBody>> {
+    let b = rq::decode_body(ct, body)?;
+    let node = b["target"]["name"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "Binding",
+                Target {
+                    group: "",
+                    resource: "bindings",
+                    name,
+                },
+                &[("target.name".into(), "Required value".into())],
+            )
+        })?;
+    let w = {
+        let mut st = ctx.shared.lock();
+        let old = st
+            .get(&ctx.res.key(), &ctx.ns, name)
+            .ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
+        if let Some(cur) = old.value["spec"]["nodeName"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+        {
+            return Err(ApiError::conflict(
+                ctx.target(name),
+                &format!("pod {name} is already assigned to node {cur:?}"),
+            ));
+        }
+        if object::is_deleting(&old.value) {
+            return Err(ApiError::conflict(
+                ctx.target(name),
+                &format!("pod {name} is being deleted, cannot be assigned to a host"),
+            ));
+        }
+        let mut new = old.value.clone();
+        new["spec"]["nodeName"] = json!(node);
+        write::commit_update(&mut st, &ctx.req(), &old, new)?
+    };
+    ctx.finish(w, 201).await?;
+    Ok(rq::json(201, &crate::status::success(None)))
+}

@@ -1,0 +1,606 @@
+//! Write semantics shared by every endpoint: create, update, delete with
+//! generation, no-op detection, optimistic concurrency and finalizers.
+//!
+//! All functions run under the state lock and return the storage
+//! acknowledgement for the caller to await after releasing it.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use crate::object::{self, meta_mut};
+use crate::resources::{self, Resource};
+use crate::status::{ApiError, ApiResult, Target};
+use crate::store::{Obj, State};
+use crate::time::now_rfc3339;
+use crate::validate;
+
+pub(crate) type AckRx = oneshot::Receiver<Result<(), String>>;
+
+/// The result of a write.
+#[derive(Debug)]
+pub(crate) struct Written {
+    pub(crate) obj: Arc<Obj>,
+    pub(crate) ack: Option<AckRx>,
+    /// The object no longer exists after this write.
+    pub(crate) gone: bool,
+}
+
+/// What a write is addressed to.
+#[derive(Debug, Clone)]
+pub(crate) struct Req<'a> {
+    pub(crate) res: &'a Resource,
+    pub(crate) version: &'a str,
+    /// Empty for cluster-scoped resources.
+    pub(crate) ns: &'a str,
+    pub(crate) dry_run: bool,
+}
+
+impl<'a> Req<'a> {
+    pub(crate) fn target(&self, name: &'a str) -> Target<'a> {
+        Target {
+            group: &self.res.group,
+            resource: &self.res.plural,
+            name,
+        }
+    }
+}
+
+/// How dependents are treated when their owner is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Propagation {
+    #[default]
+    Background,
+    Foreground,
+    Orphan,
+}
+
+impl Propagation {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
+        match s {
+            "Background" => Some(Self::Background),
+            "Foreground" => Some(Self::Foreground),
+            "Orphan" => Some(Self::Orphan),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DeleteOptions {
+    pub(crate) propagation: Propagation,
+    pub(crate) uid: Option<String>,
+    pub(crate) resource_version: Option<String>,
+}
+
+pub(crate) const FOREGROUND: &str = "foregroundDeletion";
+pub(crate) const ORPHAN: &str = "orphan";
+const PROTECTED_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// Checks `apiVersion`/`kind` against the URL and the namespace; fills the
+/// namespace for namespaced kinds.
+pub(crate) fn check_identity(req: &Req<'_>, body: &mut Value) -> ApiResult<()> {
+    if !body.is_object() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON or YAML object",
+        ));
+    }
+    let want_av = req.res.api_version(req.version);
+    let av = body["apiVersion"].as_str().unwrap_or_default();
+    let kind = body["kind"].as_str().unwrap_or_default();
+    if kind.is_empty() {
+        return Err(ApiError::bad_request(
+            "Object 'Kind' is missing in the request body",
+        ));
+    }
+    if kind != req.res.kind || av != want_av {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({av}) does not match the expected API version ({want_av}) or the kind ({kind}) is not {}",
+            req.res.kind
+        )));
+    }
+    let meta = meta_mut(body);
+    if req.res.namespaced {
+        match meta.get("namespace").and_then(Value::as_str) {
+            Some(ns) if !ns.is_empty() && ns != req.ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {
+                meta.insert("namespace".into(), Value::String(req.ns.to_owned()));
+            }
+        }
+    } else {
+        meta.remove("namespace");
+    }
+    Ok(())
+}
+
+fn validate_all(req: &Req<'_>, obj: &Value, name: &str) -> ApiResult<()> {
+    let mut errs = validate::name_errors(
+        name,
+        req.res.plural == "namespaces" && req.res.group.is_empty(),
+    );
+    errs.extend(validate::metadata_errors(obj));
+    errs.extend(validate::kind_errors(&req.res.group, &req.res.plural, obj));
+    if req.res.group == "apiextensions.k8s.io"
+        && let Err(e) = resources::from_crd(obj)
+    {
+        errs.extend(e);
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(&req.res.kind, req.target(name), &errs))
+    }
+}
+
+fn check_namespace(st: &State, req: &Req<'_>, name: &str) -> ApiResult<()> {
+    if !req.res.namespaced {
+        return Ok(());
+    }
+    match st.get("/namespaces", "", req.ns) {
+        None => Err(ApiError::not_found(Target {
+            group: "",
+            resource: "namespaces",
+            name: req.ns,
+        })),
+        Some(ns) if object::is_deleting(&ns.value) => Err(ApiError::forbidden(
+            req.target(name),
+            &format!(
+                "unable to create new content in namespace {} because it is being terminated",
+                req.ns
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Server-set defaults and status handling on create.
+fn prepare_create(req: &Req<'_>, obj: &mut Value) {
+    let (g, p) = (req.res.group.as_str(), req.res.plural.as_str());
+    if req.res.status {
+        match (g, p) {
+            ("", "pods") => obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"}),
+            ("", "namespaces") => obj["status"] = json!({"phase": "Active"}),
+            ("", "nodes") => {}
+            _ => {
+                if let Some(m) = obj.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+    }
+    match (g, p) {
+        ("", "namespaces") => {
+            let name = object::name(obj).to_owned();
+            let meta = meta_mut(obj);
+            if !meta.get("labels").is_some_and(Value::is_object) {
+                meta.insert("labels".into(), json!({}));
+            }
+            meta["labels"]["kubernetes.io/metadata.name"] = Value::String(name);
+        }
+        ("apps", "deployments" | "replicasets")
+            if obj["spec"].is_object()
+                && obj["spec"].get("replicas").is_none_or(Value::is_null) =>
+        {
+            obj["spec"]["replicas"] = json!(1);
+        }
+        ("", "services") if obj["spec"].is_object() && obj["spec"].get("type").is_none() => {
+            obj["spec"]["type"] = json!("ClusterIP");
+        }
+        ("apiextensions.k8s.io", _) => crd_status(obj),
+        _ => {}
+    }
+}
+
+/// The status a CRD gets once its names are accepted and it is served.
+fn crd_status(crd: &mut Value) {
+    let now = now_rfc3339();
+    let names = crd["spec"]["names"].clone();
+    let stored: Vec<Value> = crd["spec"]["versions"]
+        .as_array()
+        .map(|vs| {
+            vs.iter()
+                .filter(|v| v["storage"].as_bool() == Some(true))
+                .map(|v| v["name"].clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    crd["status"] = json!({
+        "acceptedNames": names,
+        "storedVersions": stored,
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": now},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": now},
+        ]
+    });
+}
+
+fn register_crd(st: &mut State, obj: &Value) {
+    if let Ok(r) = resources::from_crd(obj) {
+        st.registry.insert(r);
+    }
+}
+
+/// Creates an object (POST on a collection).
+pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult<Written> {
+    check_identity(req, &mut obj)?;
+    let mut name = object::name(&obj).to_owned();
+    let generate = obj["metadata"]["generateName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    if name.is_empty() {
+        if generate.is_empty() {
+            return Err(ApiError::invalid(
+                &req.res.kind,
+                req.target(""),
+                &[(
+                    "metadata.name".into(),
+                    "Required value: name or generateName is required".into(),
+                )],
+            ));
+        }
+        let prefix: String = generate.chars().take(58).collect();
+        name = format!("{prefix}{}", object::name_suffix());
+        for _ in 0..8 {
+            if st.get(&req.res.key(), req.ns, &name).is_none() {
+                break;
+            }
+            name = format!("{prefix}{}", object::name_suffix());
+        }
+        meta_mut(&mut obj).insert("name".into(), Value::String(name.clone()));
+    }
+    validate_all(req, &obj, &name)?;
+    check_namespace(st, req, &name)?;
+    if st.get(&req.res.key(), req.ns, &name).is_some() {
+        return Err(ApiError::already_exists(req.target(&name)));
+    }
+    {
+        let meta = meta_mut(&mut obj);
+        meta.insert("uid".into(), Value::String(object::new_uid()));
+        meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
+        for f in [
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "resourceVersion",
+            "selfLink",
+        ] {
+            meta.remove(f);
+        }
+        if req.res.has_generation() {
+            meta.insert("generation".into(), json!(1));
+        } else {
+            meta.remove("generation");
+        }
+    }
+    prepare_create(req, &mut obj);
+    if req.dry_run {
+        return Ok(Written {
+            obj: Arc::new(Obj::new(st.rv, obj)),
+            ack: None,
+            gone: false,
+        });
+    }
+    if req.res.group == "apiextensions.k8s.io" {
+        register_crd(st, &obj);
+    }
+    let (o, ack) = st.write(&req.res.key(), req.ns, &name, Some(obj));
+    Ok(Written {
+        obj: o,
+        ack: Some(ack),
+        gone: false,
+    })
+}
+
+/// Which part of an object an update may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// The main endpoint: everything but `status` when there is a status subresource.
+    Main,
+    /// `/status`: only `status`.
+    Status,
+}
+
+/// Replaces an object (PUT), with the `resourceVersion` precondition.
+pub(crate) fn update(
+    st: &mut State,
+    req: &Req<'_>,
+    name: &str,
+    mut body: Value,
+    part: Part,
+    manager: Option<(&str, &str)>,
+) -> ApiResult<Written> {
+    check_identity(req, &mut body)?;
+    let body_name = object::name(&body);
+    if body_name.is_empty() {
+        meta_mut(&mut body).insert("name".into(), Value::String(name.to_owned()));
+    } else if body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let old = st
+        .get(&req.res.key(), req.ns, name)
+        .ok_or_else(|| ApiError::not_found(req.target(name)))?;
+    if let Some(rv) = body["metadata"]["resourceVersion"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        && rv != old.rv.to_string()
+    {
+        return Err(ApiError::stale(req.target(name)));
+    }
+    let mut new = merge_parts(req, &old.value, body, part);
+    if let Some((manager, api_version)) = manager {
+        crate::ssa::record_update(&old.value, &mut new, manager, api_version);
+    }
+    commit_update(st, req, &old, new)
+}
+
+/// Combines an incoming object with the stored one according to `part`, and
+/// restores the fields clients cannot change.
+pub(crate) fn merge_parts(req: &Req<'_>, old: &Value, body: Value, part: Part) -> Value {
+    let mut new = match part {
+        Part::Main => {
+            let mut n = body;
+            if req.res.status {
+                match old.get("status") {
+                    Some(s) => n["status"] = s.clone(),
+                    None => {
+                        if let Some(m) = n.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+            }
+            n
+        }
+        Part::Status => {
+            let mut n = old.clone();
+            match body.get("status") {
+                Some(s) => n["status"] = s.clone(),
+                None => {
+                    if let Some(m) = n.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+            n
+        }
+    };
+    let old_meta = &old["metadata"];
+    let meta = meta_mut(&mut new);
+    for f in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "namespace",
+        "name",
+    ] {
+        match old_meta.get(f) {
+            Some(v) => {
+                meta.insert(f.into(), v.clone());
+            }
+            None => {
+                meta.remove(f);
+            }
+        }
+    }
+    if meta.get("managedFields").is_none()
+        && let Some(mf) = old_meta.get("managedFields")
+    {
+        meta.insert("managedFields".into(), mf.clone());
+    }
+    meta.insert(
+        "resourceVersion".into(),
+        old_meta["resourceVersion"].clone(),
+    );
+    if req.res.group == "apiextensions.k8s.io" && part == Part::Main {
+        crd_status(&mut new);
+        if let (Some(a), Some(b)) = (old.get("status"), new.get("status")) {
+            // Keep condition timestamps stable so an unchanged CRD stays unchanged.
+            if a["acceptedNames"] == b["acceptedNames"]
+                && a["storedVersions"] == b["storedVersions"]
+            {
+                new["status"] = a.clone();
+            }
+        }
+    }
+    new
+}
+
+/// Stores `new` as the successor of `old`: generation, no-op detection,
+/// finalizer-driven deletion.
+pub(crate) fn commit_update(
+    st: &mut State,
+    req: &Req<'_>,
+    old: &Arc<Obj>,
+    mut new: Value,
+) -> ApiResult<Written> {
+    let name = object::name(&old.value).to_owned();
+    validate_all(req, &new, &name)?;
+    if object::is_deleting(&old.value) {
+        let added: Vec<String> = object::finalizers(&new)
+            .into_iter()
+            .filter(|f| !object::finalizers(&old.value).contains(f))
+            .collect();
+        if !added.is_empty() && added.iter().any(|f| f != FOREGROUND && f != ORPHAN) {
+            return Err(ApiError::forbidden(
+                req.target(&name),
+                &format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                ),
+            ));
+        }
+    }
+    if req.res.has_generation() {
+        let generation = old.value["metadata"]["generation"].as_i64().unwrap_or(1);
+        let bump = object::spec_part(&old.value) != object::spec_part(&new);
+        meta_mut(&mut new).insert(
+            "generation".into(),
+            json!(if bump { generation + 1 } else { generation }),
+        );
+    }
+    meta_mut(&mut new).insert(
+        "resourceVersion".into(),
+        old.value["metadata"]["resourceVersion"].clone(),
+    );
+    if new == old.value {
+        return Ok(Written {
+            obj: old.clone(),
+            ack: None,
+            gone: false,
+        });
+    }
+    let deleting = object::is_deleting(&new);
+    let gone = deleting && object::finalizers(&new).is_empty();
+    if req.dry_run {
+        return Ok(Written {
+            obj: Arc::new(Obj::new(old.rv, new)),
+            ack: None,
+            gone,
+        });
+    }
+    if req.res.group == "apiextensions.k8s.io" {
+        if gone {
+            return Ok(remove_crd(st, req, &name));
+        }
+        register_crd(st, &new);
+    }
+    let (o, ack) = st.write(
+        &req.res.key(),
+        req.ns,
+        &name,
+        if gone { None } else { Some(new) },
+    );
+    Ok(Written {
+        obj: o,
+        ack: Some(ack),
+        gone,
+    })
+}
+
+/// Deletes a CRD with all its custom resources.
+fn remove_crd(st: &mut State, req: &Req<'_>, name: &str) -> Written {
+    if let Some(crd) = st.get(&req.res.key(), req.ns, name)
+        && let Ok(r) = resources::from_crd(&crd.value)
+    {
+        let key = r.key();
+        for o in st.list(&key, None) {
+            let ns = o.value["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            st.write(&key, &ns, object::name(&o.value), None);
+        }
+        st.registry.remove(&key);
+    }
+    let (o, ack) = st.write(&req.res.key(), req.ns, name, None);
+    Written {
+        obj: o,
+        ack: Some(ack),
+        gone: true,
+    }
+}
+
+/// Deletes an object, or marks it for deletion when finalizers remain.
+pub(crate) fn delete(
+    st: &mut State,
+    req: &Req<'_>,
+    name: &str,
+    opts: &DeleteOptions,
+) -> ApiResult<Written> {
+    let old = st
+        .get(&req.res.key(), req.ns, name)
+        .ok_or_else(|| ApiError::not_found(req.target(name)))?;
+    if let Some(uid) = &opts.uid
+        && uid != object::uid(&old.value)
+    {
+        return Err(ApiError::conflict(
+            req.target(name),
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                object::uid(&old.value)
+            ),
+        ));
+    }
+    if let Some(rv) = &opts.resource_version
+        && *rv != old.rv.to_string()
+    {
+        return Err(ApiError::conflict(
+            req.target(name),
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                old.rv
+            ),
+        ));
+    }
+    let is_namespace = req.res.group.is_empty() && req.res.plural == "namespaces";
+    if is_namespace && PROTECTED_NAMESPACES.contains(&name) {
+        return Err(ApiError::forbidden(
+            req.target(name),
+            "this namespace may not be deleted",
+        ));
+    }
+    let mut new = old.value.clone();
+    let mut fins = object::finalizers(&new);
+    match opts.propagation {
+        Propagation::Foreground if !fins.iter().any(|f| f == FOREGROUND) => {
+            fins.push(FOREGROUND.into())
+        }
+        Propagation::Orphan if !fins.iter().any(|f| f == ORPHAN) => fins.push(ORPHAN.into()),
+        _ => {}
+    }
+    if is_namespace {
+        new["status"]["phase"] = json!("Terminating");
+    }
+    if fins.is_empty() && !is_namespace {
+        if req.dry_run {
+            return Ok(Written {
+                obj: old.clone(),
+                ack: None,
+                gone: true,
+            });
+        }
+        if req.res.group == "apiextensions.k8s.io" {
+            return Ok(remove_crd(st, req, name));
+        }
+        let (o, ack) = st.write(&req.res.key(), req.ns, name, None);
+        return Ok(Written {
+            obj: o,
+            ack: Some(ack),
+            gone: true,
+        });
+    }
+    object::set_finalizers(&mut new, fins);
+    if !object::is_deleting(&new) {
+        let meta = meta_mut(&mut new);
+        meta.insert("deletionTimestamp".into(), Value::String(now_rfc3339()));
+        meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+    }
+    if new == old.value {
+        return Ok(Written {
+            obj: old,
+            ack: None,
+            gone: false,
+        });
+    }
+    if req.dry_run {
+        return Ok(Written {
+            obj: Arc::new(Obj::new(old.rv, new)),
+            ack: None,
+            gone: false,
+        });
+    }
+    let (o, ack) = st.write(&req.res.key(), req.ns, name, Some(new));
+    Ok(Written {
+        obj: o,
+        ack: Some(ack),
+        gone: false,
+    })
+}

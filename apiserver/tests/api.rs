@@ -1,0 +1,395 @@
+//! HTTP-level API semantics: Status errors, validation, subresources,
+//! discovery, tables, authentication.
+
+mod common;
+
+use bytes::Bytes;
+use common::{Http, configmap, rv_of};
+use serde_json::{Value, json};
+use windlass_apiserver::{Config, start};
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+const PODS: &str = "/api/v1/namespaces/default/pods";
+const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";
+
+fn pod(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "x"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+}
+
+fn assert_status(v: &Value, code: u16, reason: &str) {
+    assert_eq!(v["kind"], "Status", "{v}");
+    assert_eq!(v["apiVersion"], "v1");
+    assert_eq!(v["status"], "Failure");
+    assert_eq!(v["code"], code, "{v}");
+    assert_eq!(v["reason"], reason, "{v}");
+    assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_status_errors_and_changes_nothing() {
+    let server = start(Config::new()).await.unwrap();
+    let http = Http::new(server.addr());
+    let rv0 = server.current_revision();
+    let (c, s) = http
+        .send_raw(
+            "POST",
+            CMS,
+            "application/json",
+            Bytes::from_static(b"{not json"),
+        )
+        .await;
+    assert_eq!(c, 400);
+    assert_status(&s, 400, "BadRequest");
+    let (c, s) = http
+        .post(
+            CMS,
+            &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}),
+        )
+        .await;
+    assert_eq!(c, 400);
+    assert_status(&s, 400, "BadRequest");
+    let mut wrong_ns = configmap("x", 0);
+    wrong_ns["metadata"]["namespace"] = json!("kube-system");
+    let (c, s) = http.post(CMS, &wrong_ns).await;
+    assert_status(&s, c, "BadRequest");
+    let (c, s) = http.post(CMS, &configmap("Not_Valid", 0)).await;
+    assert_eq!(c, 422);
+    assert_status(&s, 422, "Invalid");
+    assert_eq!(s["details"]["causes"][0]["field"], "metadata.name");
+    let (c, s) = http
+        .post(
+            PODS,
+            &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}),
+        )
+        .await;
+    assert_eq!(c, 422);
+    assert_eq!(s["details"]["causes"][0]["field"], "spec.containers");
+    let big = Bytes::from(vec![b' '; 3 * 1024 * 1024 + 10]);
+    let (c, s) = http.send_raw("POST", CMS, "application/json", big).await;
+    assert_status(&s, c, "RequestEntityTooLarge");
+    assert_eq!(c, 413);
+    let (c, s) = http
+        .send_raw("POST", CMS, "application/xml", Bytes::from_static(b"<x/>"))
+        .await;
+    assert_status(&s, c, "UnsupportedMediaType");
+    let (c, s) = http.get("/api/v1/nopes").await;
+    assert_status(&s, c, "NotFound");
+    let (c, s) = http.get(&format!("{CMS}/missing")).await;
+    assert_status(&s, c, "NotFound");
+    assert_eq!(s["details"]["name"], "missing");
+    let (c, s) = http
+        .post("/api/v1/namespaces/nope/configmaps", &configmap("x", 0))
+        .await;
+    assert_status(&s, c, "NotFound");
+    assert!(
+        s["message"]
+            .as_str()
+            .unwrap()
+            .contains("namespaces \"nope\" not found")
+    );
+    let (c, s) = http
+        .send("PUT", CMS, "application/json", Some(&configmap("x", 0)))
+        .await;
+    assert_status(&s, c, "MethodNotAllowed");
+    assert_eq!(
+        server.current_revision(),
+        rv0,
+        "no failed request may write"
+    );
+    // YAML bodies are accepted.
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  a: b\n";
+    let (c, o) = http
+        .send_raw(
+            "POST",
+            CMS,
+            "application/yaml",
+            Bytes::from_static(yaml.as_bytes()),
+        )
+        .await;
+    assert_eq!(c, 201, "{o}");
+    assert_eq!(o["data"]["a"], "b");
+    let (c, s) = http.post(CMS, &configmap("from-yaml", 0)).await;
+    assert_eq!(c, 409);
+    assert_status(&s, 409, "AlreadyExists");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_semantics() {
+    let server = start(Config::new()).await.unwrap();
+    let http = Http::new(server.addr());
+    // generateName.
+    let (c, o) = http
+        .post(
+            CMS,
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}),
+        )
+        .await;
+    assert_eq!(c, 201);
+    let name = o["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("gen-") && name.len() == 9, "{name}");
+    // dryRun writes nothing.
+    let before = server.current_revision();
+    let (c, _) = http
+        .post(&format!("{CMS}?dryRun=All"), &configmap("dry", 0))
+        .await;
+    assert_eq!(c, 201);
+    assert_eq!(server.current_revision(), before);
+    assert_eq!(http.get(&format!("{CMS}/dry")).await.0, 404);
+    // Generation: bumped by spec changes only; status ignored on the main endpoint.
+    let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+    let (c, o) = http.post(DEPLOYS, &d).await;
+    assert_eq!(c, 201, "{o}");
+    assert_eq!(o["metadata"]["generation"], 1);
+    assert_eq!(o["spec"]["replicas"], 1);
+    let (_, o) = http
+        .merge_patch(
+            &format!("{DEPLOYS}/d"),
+            &json!({"metadata": {"labels": {"x": "y"}}, "status": {"replicas": 9}}),
+        )
+        .await;
+    assert_eq!(o["metadata"]["generation"], 1);
+    assert!(o["status"].get("replicas").is_none());
+    let (_, o) = http
+        .merge_patch(&format!("{DEPLOYS}/d"), &json!({"spec": {"paused": true}}))
+        .await;
+    assert_eq!(o["metadata"]["generation"], 2);
+    // /status changes only status.
+    let (c, o) = http
+        .send(
+            "PATCH",
+            &format!("{DEPLOYS}/d/status"),
+            "application/merge-patch+json",
+            Some(&json!({"spec": {"paused": false}, "status": {"replicas": 3}})),
+        )
+        .await;
+    assert_eq!(c, 200);
+    assert_eq!(o["status"]["replicas"], 3);
+    assert_eq!(o["spec"]["paused"], true);
+    assert_eq!(o["metadata"]["generation"], 2);
+    // Scale subresource.
+    let (c, s) = http.get(&format!("{DEPLOYS}/d/scale")).await;
+    assert_eq!(c, 200);
+    assert_eq!(
+        (s["kind"].as_str(), s["apiVersion"].as_str()),
+        (Some("Scale"), Some("autoscaling/v1"))
+    );
+    assert_eq!(
+        (
+            s["spec"]["replicas"].as_i64(),
+            s["status"]["replicas"].as_i64()
+        ),
+        (Some(1), Some(3))
+    );
+    assert_eq!(s["status"]["selector"], "a=b");
+    let mut s2 = s.clone();
+    s2["spec"]["replicas"] = json!(4);
+    let (c, s3) = http
+        .send(
+            "PUT",
+            &format!("{DEPLOYS}/d/scale"),
+            "application/json",
+            Some(&s2),
+        )
+        .await;
+    assert_eq!((c, s3["spec"]["replicas"].as_i64()), (200, Some(4)));
+    let (c, e) = http
+        .send(
+            "PUT",
+            &format!("{DEPLOYS}/d/scale"),
+            "application/json",
+            Some(&s2),
+        )
+        .await;
+    assert_eq!(c, 409, "stale scale: {e}");
+    // Optimistic concurrency on update.
+    let (_, cm) = http.post(CMS, &configmap("occ", 1)).await;
+    let mut stale = cm.clone();
+    http.merge_patch(&format!("{CMS}/occ"), &json!({"data": {"v": "2"}}))
+        .await;
+    stale["data"]["v"] = json!("3");
+    let (c, e) = http
+        .send(
+            "PUT",
+            &format!("{CMS}/occ"),
+            "application/json",
+            Some(&stale),
+        )
+        .await;
+    assert_eq!(c, 409);
+    assert_status(&e, 409, "Conflict");
+    // Binding.
+    http.post(PODS, &pod("p")).await;
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": {"kind": "Node", "name": "n1"}});
+    let (c, _) = http.post(&format!("{PODS}/p/binding"), &binding).await;
+    assert_eq!(c, 201);
+    let (_, p) = http.get(&format!("{PODS}/p")).await;
+    assert_eq!(p["spec"]["nodeName"], "n1");
+    assert_eq!(p["status"]["phase"], "Pending");
+    let (c, _) = http.post(&format!("{PODS}/p/binding"), &binding).await;
+    assert_eq!(c, 409);
+    let (_, l) = http
+        .get(&format!("{PODS}?fieldSelector=spec.nodeName%3Dn1"))
+        .await;
+    assert_eq!(l["items"].as_array().unwrap().len(), 1);
+    // deletecollection with a selector.
+    http.post(PODS, &pod("q")).await;
+    let mut other = pod("r");
+    other["metadata"]["labels"]["app"] = json!("keep");
+    http.post(PODS, &other).await;
+    let (c, _) = http.delete(&format!("{PODS}?labelSelector=app%3Dx")).await;
+    assert_eq!(c, 200);
+    let (_, l) = http.get(PODS).await;
+    let left: Vec<&str> = l["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(left, vec!["r"]);
+    // JSON patch and strategic patch over HTTP; CRDs would refuse strategic.
+    let (c, o) = http
+        .send("PATCH", &format!("{PODS}/r"), "application/strategic-merge-patch+json",
+            Some(&json!({"spec": {"containers": [{"name": "c", "image": "busybox:2"}, {"name": "d", "image": "x"}]}})))
+        .await;
+    assert_eq!(c, 200, "{o}");
+    assert_eq!(o["spec"]["containers"].as_array().unwrap().len(), 2);
+    let (c, o) = http
+        .send(
+            "PATCH",
+            &format!("{PODS}/r"),
+            "application/json-patch+json",
+            Some(&json!([{"op": "remove", "path": "/spec/containers/1"}])),
+        )
+        .await;
+    assert_eq!(
+        (c, o["spec"]["containers"].as_array().unwrap().len()),
+        (200, 1)
+    );
+    assert!(rv_of(&o) > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_tables_and_health() {
+    let server = start(Config::new()).await.unwrap();
+    let http = Http::new(server.addr());
+    let (_, v) = http.get("/version").await;
+    assert_eq!(v["major"], "1");
+    let (_, api) = http.get("/api").await;
+    assert_eq!(api["versions"][0], "v1");
+    let (_, apis) = http.get("/apis").await;
+    let groups: Vec<&str> = apis["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    for g in [
+        "apps",
+        "coordination.k8s.io",
+        "apiextensions.k8s.io",
+        "events.k8s.io",
+    ] {
+        assert!(groups.contains(&g), "{groups:?}");
+    }
+    let (_, core) = http.get("/api/v1").await;
+    let pods = core["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "pods")
+        .unwrap();
+    assert_eq!(pods["shortNames"], json!(["po"]));
+    assert_eq!(pods["categories"], json!(["all"]));
+    assert_eq!(pods["namespaced"], true);
+    let (c, _) = http.get("/apis/example.com/v1").await;
+    assert_eq!(c, 404);
+    // A CRD adds its group and kind at once.
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {"group": "example.com", "scope": "Cluster", "names": {"plural": "things", "kind": "Thing"},
+            "versions": [{"name": "v1", "served": true, "storage": true}]}});
+    let (c, o) = http
+        .post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd,
+        )
+        .await;
+    assert_eq!(c, 201, "{o}");
+    let (c, l) = http.get("/apis/example.com/v1").await;
+    assert_eq!(c, 200);
+    assert_eq!(l["resources"][0]["namespaced"], false);
+    let (c, o) = http
+        .post(
+            "/apis/example.com/v1/things",
+            &json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}}),
+        )
+        .await;
+    assert_eq!(c, 201, "{o}");
+    for p in ["/healthz", "/readyz", "/livez"] {
+        let (c, _) = http.get(p).await;
+        assert_eq!(c, 200);
+    }
+    // Tables.
+    http.post(PODS, &pod("p")).await;
+    let (c, t) = http.send("GET", PODS, "application/json", None).await;
+    assert_eq!(c, 200);
+    assert_eq!(t["kind"], "PodList");
+    let req = hyper::Request::builder()
+        .uri(format!("http://{}{PODS}", server.addr()))
+        .header(
+            "accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )
+        .body(http_body_util::Full::new(Bytes::new()))
+        .unwrap();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http();
+    let resp = client.request(req).await.unwrap();
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let t: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(t["kind"], "Table");
+    let cols: Vec<&str> = t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(&cols[..5], &["Name", "Ready", "Status", "Restarts", "Age"]);
+    assert_eq!(t["rows"][0]["cells"][1], "0/1");
+    assert_eq!(t["rows"][0]["object"]["metadata"]["name"], "p");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_required_when_set() {
+    let server = start(Config::new().token(Some("s3cret".into())))
+        .await
+        .unwrap();
+    let http = Http::new(server.addr());
+    let (c, s) = http.get(CMS).await;
+    assert_eq!(c, 401);
+    assert_status(&s, 401, "Unauthorized");
+    assert!(server.kubeconfig().contains("token: s3cret"));
+    let (c, s) = Http::new(server.addr()).with_token("wrong").get(CMS).await;
+    assert_eq!((c, s["reason"].as_str()), (401, Some("Unauthorized")));
+    let (c, _) = Http::new(server.addr()).with_token("s3cret").get(CMS).await;
+    assert_eq!(c, 200);
+    // Listening beyond loopback without a token generates one.
+    let open = start(Config::new().listen("0.0.0.0:0".parse().unwrap()))
+        .await
+        .unwrap();
+    assert!(open.bearer_token().is_some_and(|t| t.len() >= 32));
+    assert!(open.url().starts_with("http://127.0.0.1:"));
+    let (c, _) = Http::new(open.addr()).get("/api").await;
+    assert_eq!(c, 401);
+    let (c, _) = Http::new(open.addr())
+        .with_token(open.bearer_token().unwrap())
+        .get("/api")
+        .await;
+    assert_eq!(c, 200);
+}

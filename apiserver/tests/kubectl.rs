@@ -1,0 +1,622 @@
+//! End-to-end tests driving the real `kubectl` against an in-process server.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use windlass_apiserver::{Config, RunningServer, start};
+
+const KUBECTL: &str = "/usr/bin/kubectl";
+
+struct Kube {
+    _dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+    _server: RunningServer,
+}
+
+impl Kube {
+    async fn new() -> Self {
+        let server = start(Config::new().in_memory())
+            .await
+            .expect("server starts");
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        server.write_kubeconfig(&kubeconfig).unwrap();
+        Self {
+            _dir: dir,
+            kubeconfig,
+            _server: server,
+        }
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(KUBECTL);
+        c.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
+        c.env("HOME", self._dir.path());
+        c
+    }
+
+    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut c = self.cmd(args);
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("kubectl runs");
+        if let Some(input) = stdin {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+        }
+        drop(child.stdin.take());
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs and asserts success; returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        self.ok_in(args, None)
+    }
+
+    fn ok_in(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.run(args, stdin);
+        let (so, se) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed:\nstdout: {so}\nstderr: {se}"
+        );
+        so.into_owned()
+    }
+
+    /// Runs and asserts failure; returns stderr.
+    fn fail(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.run(args, stdin);
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} unexpectedly succeeded: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&a)).unwrap()
+    }
+
+    fn exists(&self, args: &[&str]) -> bool {
+        self.run(args, None).status.success()
+    }
+
+    /// Polls until `f` holds (GC runs asynchronously).
+    fn eventually(&self, what: &str, f: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !f() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "timed out waiting for {what}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+const DEPLOYMENT: &str = "
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1
+        env: [{name: A, value: '1'}]
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn create_get_list_with_selectors() {
+    let k = Kube::new().await;
+    let ns = k.ok(&["get", "namespaces"]);
+    for n in ["default", "kube-system", "kube-public"] {
+        assert!(ns.contains(n), "{ns}");
+    }
+    assert!(
+        ns.starts_with("NAME") && ns.contains("STATUS") && ns.contains("Active"),
+        "{ns}"
+    );
+    for (name, tier) in [("a", "front"), ("b", "back"), ("c", "front")] {
+        let cm = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, labels: {{tier: {tier}}}}}\ndata: {{k: v, k2: v2}}\n"
+        );
+        assert!(
+            k.ok_in(&["create", "-f", "-"], Some(&cm))
+                .contains(&format!("configmap/{name} created"))
+        );
+    }
+    let err = k.fail(
+        &["create", "-f", "-"],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"),
+    );
+    assert!(
+        err.contains("AlreadyExists") || err.contains("already exists"),
+        "{err}"
+    );
+    let a = k.json(&["get", "cm", "a"]);
+    assert_eq!(a["data"]["k"], "v");
+    assert_eq!(a["metadata"]["namespace"], "default");
+    assert!(a["metadata"]["uid"].as_str().unwrap().len() == 36);
+    let yaml = k.ok(&["get", "cm", "b", "-o", "yaml"]);
+    assert!(yaml.contains("tier: back"), "{yaml}");
+    let table = k.ok(&["get", "cm"]);
+    assert!(
+        table.contains("DATA")
+            && table
+                .lines()
+                .any(|l| l.starts_with("a ") && l.contains(" 2 ")),
+        "{table}"
+    );
+    let front = k.json(&["get", "cm", "-l", "tier=front"]);
+    let names: Vec<&str> = front["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["a", "c"]);
+    let by_field = k.json(&["get", "cm", "--field-selector", "metadata.name=b"]);
+    assert_eq!(by_field["items"].as_array().unwrap().len(), 1);
+    let err = k.fail(&["get", "cm", "--field-selector", "spec.nope=1"], None);
+    assert!(
+        err.contains("not a known field selector") || err.contains("BadRequest"),
+        "{err}"
+    );
+    let err = k.fail(&["get", "cm", "zzz"], None);
+    assert!(
+        err.contains("NotFound") && err.contains("\"zzz\" not found"),
+        "{err}"
+    );
+    let err = k.fail(
+        &["create", "-f", "-"],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: missing}\n"),
+    );
+    assert!(err.contains("namespaces \"missing\" not found"), "{err}");
+    let err = k.fail(
+        &["create", "-f", "-"],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\n"),
+    );
+    assert!(
+        err.contains("is invalid") && err.contains("RFC 1123"),
+        "{err}"
+    );
+    // Paging through kubectl's chunked list.
+    let all = k.json(&["get", "cm", "--chunk-size=1"]);
+    assert_eq!(all["items"].as_array().unwrap().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn apply_client_and_server_side() {
+    let k = Kube::new().await;
+    assert!(
+        k.ok_in(&["apply", "-f", "-"], Some(DEPLOYMENT))
+            .contains("deployment.apps/web created")
+    );
+    let rv1 = k.json(&["get", "deploy", "web"])["metadata"]["resourceVersion"].clone();
+    assert!(
+        k.ok_in(&["apply", "-f", "-"], Some(DEPLOYMENT))
+            .contains("unchanged")
+    );
+    let d = k.json(&["get", "deploy", "web"]);
+    assert_eq!(
+        d["metadata"]["resourceVersion"], rv1,
+        "a no-op apply must not write"
+    );
+    assert_eq!(d["metadata"]["generation"], 1);
+    let changed = DEPLOYMENT.replace("nginx:1", "nginx:2");
+    assert!(
+        k.ok_in(&["apply", "-f", "-"], Some(&changed))
+            .contains("configured")
+    );
+    let d = k.json(&["get", "deploy", "web"]);
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:2"
+    );
+    assert_eq!(d["metadata"]["generation"], 2);
+    let table = k.ok(&["get", "deploy"]);
+    assert!(
+        table.contains("READY") && table.contains("UP-TO-DATE") && table.contains("0/2"),
+        "{table}"
+    );
+
+    // Server-side apply: a new object, then a conflict with another manager, then force.
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {a: '1'}\n";
+    assert!(
+        k.ok_in(&["apply", "--server-side", "-f", "-"], Some(cm))
+            .contains("serverside-applied")
+    );
+    let other = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {a: '2'}\n";
+    let err = k.fail(
+        &["apply", "--server-side", "--field-manager=other", "-f", "-"],
+        Some(other),
+    );
+    assert!(
+        err.contains("conflict") && err.contains(".data.a") && err.contains("kubectl"),
+        "{err}"
+    );
+    k.ok_in(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=other",
+            "--force-conflicts",
+            "-f",
+            "-",
+        ],
+        Some(other),
+    );
+    let got = k.json(&["get", "cm", "ssa", "--show-managed-fields"]);
+    assert_eq!(got["data"]["a"], "2");
+    let managers: Vec<&str> = got["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["manager"].as_str().unwrap())
+        .collect();
+    assert!(managers.contains(&"other"), "{managers:?}");
+    // Re-applying the same configuration writes nothing.
+    let rv = k.json(&["get", "cm", "ssa"])["metadata"]["resourceVersion"].clone();
+    k.ok_in(
+        &["apply", "--server-side", "--field-manager=other", "-f", "-"],
+        Some(other),
+    );
+    assert_eq!(
+        k.json(&["get", "cm", "ssa"])["metadata"]["resourceVersion"],
+        rv
+    );
+    // Fields an applier stops sending are removed.
+    let cm2 = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa2}\ndata: {a: '1', b: '2'}\n";
+    k.ok_in(&["apply", "--server-side", "-f", "-"], Some(cm2));
+    k.ok_in(
+        &["apply", "--server-side", "-f", "-"],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa2}\ndata: {a: '1'}\n"),
+    );
+    let got = k.json(&["get", "cm", "ssa2"]);
+    assert!(got["data"].get("b").is_none(), "{got}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn patch_scale_replace() {
+    let k = Kube::new().await;
+    k.ok_in(&["apply", "-f", "-"], Some(DEPLOYMENT));
+    k.ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"labels":{"x":"y"}}}"#,
+    ]);
+    k.ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"nginx:3"}]"#,
+    ]);
+    k.ok(&["patch", "deploy", "web", "--type=strategic", "-p", r#"{"spec":{"template":{"spec":{"containers":[{"name":"web","env":[{"name":"B","value":"2"}]}]}}}}"#]);
+    let d = k.json(&["get", "deploy", "web"]);
+    assert_eq!(d["metadata"]["labels"]["x"], "y");
+    let c = &d["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["image"], "nginx:3");
+    assert_eq!(
+        c["env"].as_array().unwrap().len(),
+        2,
+        "strategic merge keeps A and adds B: {c}"
+    );
+    let err = k.fail(
+        &[
+            "patch",
+            "deploy",
+            "web",
+            "--type=json",
+            "-p",
+            r#"[{"op":"test","path":"/spec/replicas","value":99}]"#,
+        ],
+        None,
+    );
+    assert!(!err.is_empty());
+
+    assert!(
+        k.ok(&["scale", "deploy", "web", "--replicas=5"])
+            .contains("scaled")
+    );
+    assert_eq!(k.json(&["get", "deploy", "web"])["spec"]["replicas"], 5);
+
+    // Replace with a stale resourceVersion is a conflict.
+    let mut stale = d.clone();
+    stale["spec"]["replicas"] = 1.into();
+    let err = k.fail(&["replace", "-f", "-"], Some(&stale.to_string()));
+    assert!(err.contains("the object has been modified"), "{err}");
+    // The status subresource ignores everything else on the main endpoint.
+    let mut with_status = k.json(&["get", "deploy", "web"]);
+    with_status["status"] = serde_json::json!({"replicas": 42});
+    k.ok_in(&["replace", "-f", "-"], Some(&with_status.to_string()));
+    assert!(
+        k.json(&["get", "deploy", "web"])["status"]
+            .get("replicas")
+            .is_none()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn get_watch_sees_live_events() {
+    let k = Kube::new().await;
+    let mut child = k
+        .cmd(&["get", "configmaps", "-w", "--output-watch-events"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    k.ok_in(
+        &["create", "-f", "-"],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w1}\ndata: {v: one}\n"),
+    );
+    k.ok(&[
+        "patch",
+        "cm",
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"w":"two"}}"#,
+    ]);
+    k.ok(&["delete", "cm", "w1"]);
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen.len() < 3 && Instant::now() < deadline {
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(200))
+            && l.contains("w1")
+        {
+            seen.push(l);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    // Table rows: EVENT NAME DATA AGE.
+    assert!(
+        seen[0].starts_with("ADDED") && seen[0].contains(" 1 "),
+        "{seen:?}"
+    );
+    assert!(
+        seen[1].starts_with("MODIFIED") && seen[1].contains(" 2 "),
+        "{seen:?}"
+    );
+    assert!(seen[2].contains("DELETED"), "{seen:?}");
+}
+
+const CRD: &str = "
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.size, statusReplicasPath: .status.size}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn crd_then_custom_resource() {
+    let k = Kube::new().await;
+    k.ok_in(&["apply", "-f", "-"], Some(CRD));
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.example.com",
+        "--timeout=10s",
+    ]);
+    let w = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 2}\n";
+    k.ok_in(&["apply", "-f", "-"], Some(w));
+    k.ok_in(&["apply", "-f", "-"], Some(w));
+    let got = k.json(&["get", "wd", "w"]);
+    assert_eq!(got["spec"]["size"], 2);
+    let table = k.ok(&["get", "widgets"]);
+    assert!(table.contains("SIZE") && table.contains('2'), "{table}");
+    k.ok(&["scale", "widget", "w", "--replicas=4"]);
+    assert_eq!(k.json(&["get", "widget", "w"])["spec"]["size"], 4);
+    k.ok(&[
+        "patch",
+        "widget",
+        "w",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"color":"red"}}"#,
+    ]);
+    let err = k.fail(
+        &[
+            "patch",
+            "widget",
+            "w",
+            "--type=strategic",
+            "-p",
+            r#"{"spec":{"color":"blue"}}"#,
+        ],
+        None,
+    );
+    assert!(
+        err.contains("415")
+            || err.contains("UnsupportedMediaType")
+            || err.contains("unknown format")
+            || err.contains("strategic"),
+        "{err}"
+    );
+    k.ok(&["delete", "crd", "widgets.example.com"]);
+    let err = k.fail(&["get", "widgets"], None);
+    assert!(
+        err.contains("the server doesn't have a resource type")
+            || err.contains("NotFound")
+            || err.contains("not find"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn finalizers_hold_deletion() {
+    let k = Kube::new().await;
+    k.ok_in(&["create", "-f", "-"], Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: f, finalizers: [example.com/hold]}\n"));
+    k.ok(&["delete", "cm", "f", "--wait=false"]);
+    let got = k.json(&["get", "cm", "f"]);
+    assert!(got["metadata"]["deletionTimestamp"].is_string(), "{got}");
+    k.ok(&[
+        "patch",
+        "cm",
+        "f",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    k.eventually("the configmap to go", || !k.exists(&["get", "cm", "f"]));
+}
+
+fn owned_replicaset(owner_uid: &str, name: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: {name}\n  ownerReferences:\n  - {{apiVersion: apps/v1, kind: Deployment, name: web, uid: {owner_uid}, controller: true, blockOwnerDeletion: true}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec: {{containers: [{{name: web, image: nginx}}]}}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cascading_deletes() {
+    let k = Kube::new().await;
+    for (cascade, rs_survives) in [
+        ("background", false),
+        ("foreground", false),
+        ("orphan", true),
+    ] {
+        k.ok_in(&["apply", "-f", "-"], Some(DEPLOYMENT));
+        let uid = k.json(&["get", "deploy", "web"])["metadata"]["uid"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let rs = format!("rs-{cascade}");
+        k.ok_in(&["create", "-f", "-"], Some(&owned_replicaset(&uid, &rs)));
+        k.ok(&[
+            "delete",
+            "deploy",
+            "web",
+            &format!("--cascade={cascade}"),
+            "--timeout=20s",
+        ]);
+        assert!(
+            !k.exists(&["get", "deploy", "web"]),
+            "{cascade}: owner gone"
+        );
+        if rs_survives {
+            let got = k.json(&["get", "rs", &rs]);
+            assert!(
+                got["metadata"].get("ownerReferences").is_none(),
+                "{cascade}: {got}"
+            );
+        } else {
+            k.eventually(&format!("{cascade}: dependent deleted"), || {
+                !k.exists(&["get", "rs", &rs])
+            });
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn namespace_deletion_removes_contents() {
+    let k = Kube::new().await;
+    k.ok_in(
+        &["create", "-f", "-"],
+        Some("apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"),
+    );
+    k.ok_in(
+        &["create", "-n", "team", "-f", "-"],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"),
+    );
+    k.ok_in(&["create", "-n", "team", "-f", "-"], Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, finalizers: [example.com/x]}\n"));
+    k.ok(&["delete", "ns", "team", "--wait=false"]);
+    k.eventually("plain contents deleted", || {
+        !k.exists(&["get", "cm", "c", "-n", "team"])
+    });
+    assert_eq!(
+        k.json(&["get", "ns", "team"])["status"]["phase"],
+        "Terminating"
+    );
+    let err = k.fail(
+        &["create", "-n", "team", "-f", "-"],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: late}\n"),
+    );
+    assert!(err.contains("being terminated"), "{err}");
+    k.ok(&[
+        "patch",
+        "cm",
+        "held",
+        "-n",
+        "team",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    k.eventually("namespace gone", || !k.exists(&["get", "ns", "team"]));
+    let err = k.fail(&["delete", "ns", "default"], None);
+    assert!(err.contains("may not be deleted"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn imperative_generators_that_send_protobuf() {
+    let k = Kube::new().await;
+    assert!(
+        k.ok(&["create", "namespace", "proto"])
+            .contains("namespace/proto created")
+    );
+    k.ok(&[
+        "create",
+        "configmap",
+        "c",
+        "-n",
+        "proto",
+        "--from-literal=a=b",
+    ]);
+    assert_eq!(k.json(&["get", "cm", "c", "-n", "proto"])["data"]["a"], "b");
+    k.ok(&["create", "secret", "generic", "s", "--from-literal=p=q"]);
+    assert_eq!(k.json(&["get", "secret", "s"])["data"]["p"], "cQ==");
+    k.ok(&["create", "serviceaccount", "robot"]);
+    // Kinds without a protobuf decoder get a clear 415.
+    let err = k.fail(&["create", "deployment", "d", "--image=nginx"], None);
+    assert!(err.contains("protobuf bodies are only supported"), "{err}");
+}
