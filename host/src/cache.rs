@@ -52,9 +52,18 @@ pub struct CachedObject {
     uid: Box<str>,
     resource_version: Box<str>,
     labels: Box<[(Box<str>, Box<str>)]>,
-    controller_uid: Option<Box<str>>,
+    controller: Option<Controller>,
     deleting: bool,
     finalizers: Box<[Box<str>]>,
+}
+
+/// The owner reference marked `controller: true`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Controller {
+    pub api_version: Box<str>,
+    pub kind: Box<str>,
+    pub name: Box<str>,
+    pub uid: Box<str>,
 }
 
 #[derive(Deserialize)]
@@ -87,7 +96,14 @@ struct Meta<'a> {
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct OwnerRef<'a> {
+    #[serde(borrow, default)]
+    api_version: Cow<'a, str>,
+    #[serde(borrow, default)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    name: Cow<'a, str>,
     #[serde(borrow)]
     uid: Cow<'a, str>,
     #[serde(default)]
@@ -114,12 +130,17 @@ impl CachedObject {
                 .into_iter()
                 .map(|(k, v)| (Box::from(k.as_ref()), Box::from(v.as_ref())))
                 .collect(),
-            controller_uid: m
+            controller: m
                 .owner_references
                 .unwrap_or_default()
                 .into_iter()
                 .find(|o| o.controller == Some(true))
-                .map(|o| Box::from(o.uid.as_ref())),
+                .map(|o| Controller {
+                    api_version: Box::from(o.api_version.as_ref()),
+                    kind: Box::from(o.kind.as_ref()),
+                    name: Box::from(o.name.as_ref()),
+                    uid: Box::from(o.uid.as_ref()),
+                }),
             deleting: m.deletion_timestamp.is_some(),
             finalizers: m
                 .finalizers
@@ -161,14 +182,24 @@ impl CachedObject {
             .map(|(_, v)| v.as_ref())
     }
 
+    /// The owner reference marked `controller: true`.
+    pub fn controller(&self) -> Option<&Controller> {
+        self.controller.as_ref()
+    }
+
     /// The uid of the owner reference marked `controller: true`.
     pub fn controller_uid(&self) -> Option<&str> {
-        self.controller_uid.as_deref()
+        self.controller.as_ref().map(|c| c.uid.as_ref())
     }
 
     /// True once `metadata.deletionTimestamp` is set.
     pub fn is_deleting(&self) -> bool {
         self.deleting
+    }
+
+    /// The object's finalizers, in order.
+    pub fn finalizers(&self) -> impl Iterator<Item = &str> {
+        self.finalizers.iter().map(|f| f.as_ref())
     }
 
     pub fn has_finalizer(&self, finalizer: &str) -> bool {
@@ -185,7 +216,9 @@ impl CachedObject {
                 .iter()
                 .map(|(k, v)| k.len() + v.len() + 32)
                 .sum::<usize>()
-            + self.controller_uid.as_ref().map_or(0, |u| u.len())
+            + self.controller.as_ref().map_or(0, |c| {
+                c.api_version.len() + c.kind.len() + c.name.len() + c.uid.len()
+            })
             + std::mem::size_of::<Self>()
     }
 }
@@ -288,9 +321,9 @@ impl Store {
 
     fn index(&mut self, o: &Arc<CachedObject>) {
         self.bytes += o.size();
-        if let Some(uid) = &o.controller_uid {
+        if let Some(uid) = o.controller_uid() {
             self.by_controller
-                .entry(uid.clone())
+                .entry(uid.into())
                 .or_default()
                 .insert(o.key.clone());
         }
@@ -305,8 +338,8 @@ impl Store {
     /// Drops `old`'s index entries, keeping those `replacement` still has.
     fn unindex(&mut self, old: &CachedObject, replacement: Option<&CachedObject>) {
         self.bytes -= old.size();
-        if let Some(uid) = &old.controller_uid
-            && replacement.and_then(|r| r.controller_uid.as_ref()) != Some(uid)
+        if let Some(uid) = old.controller_uid()
+            && replacement.and_then(|r| r.controller_uid()) != Some(uid)
         {
             remove_from(&mut self.by_controller, uid, &old.key);
         }
@@ -401,11 +434,11 @@ impl Store {
     }
 }
 
-fn remove_from<K: Eq + std::hash::Hash>(
-    index: &mut HashMap<K, BTreeSet<ObjectKey>>,
-    at: &K,
-    key: &ObjectKey,
-) {
+fn remove_from<K, Q>(index: &mut HashMap<K, BTreeSet<ObjectKey>>, at: &Q, key: &ObjectKey)
+where
+    K: Eq + std::hash::Hash + std::borrow::Borrow<Q>,
+    Q: Eq + std::hash::Hash + ?Sized,
+{
     if let Some(set) = index.get_mut(at) {
         set.remove(key);
         if set.is_empty() {
@@ -469,6 +502,7 @@ mod tests {
         assert_eq!((o.uid(), o.resource_version()), ("u1", "5"));
         assert_eq!(o.label("app"), Some("web"));
         assert_eq!(o.controller_uid(), Some("o2"));
+        assert_eq!(o.controller().map(|c| c.kind.as_ref()), Some(""));
         assert!(o.is_deleting() && o.has_finalizer("example.com/x"));
         assert!(!o.text().contains("managedFields"));
         assert!(o.text().len() < text.len());

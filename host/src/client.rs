@@ -118,6 +118,15 @@ impl ApiClient {
         })
     }
 
+    /// From kubeconfig text (e.g. the embedded server's).
+    pub async fn from_kubeconfig_yaml(yaml: &str) -> anyhow::Result<Self> {
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(yaml)?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+        Ok(Self {
+            client: kube::Client::try_from(config)?,
+        })
+    }
+
     /// Wraps an existing kube client.
     pub fn new(client: kube::Client) -> Self {
         Self { client }

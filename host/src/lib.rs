@@ -4,21 +4,29 @@
 //! - [`cache`]: an informer's objects as raw JSON text, indexed.
 //! - [`client`]: requests to the Kubernetes API, with typed errors.
 //! - [`contract`]: the plugin contract as plain host data.
+//! - [`controller`]: one plugin's subscriptions, queue and workers.
 //! - [`discovery`]: kinds to REST resources.
-//! - [`informer`]: shared list-watch informers feeding caches and handlers.
+//! - [`host`]: the host: informers, writer, runtime, a controller per plugin.
+//! - [`informer`]: a list-watch informer feeding a cache and handlers.
+//! - [`informers`]: informers shared between plugins; each plugin's view.
 //! - [`runtime`]: loads plugin components and calls them under limits.
 //! - [`objects`]: reads Kubernetes objects from YAML/JSON files.
 //! - [`offline`]: a fixed object set that stands in for the cluster cache.
 //! - [`queue`]: the per-plugin work queue (client-go semantics).
 //! - [`shutdown`]: the one Ctrl-C / SIGTERM signal.
+//! - [`writer`]: carries out outcomes against the API server.
 
 pub mod cache;
 pub mod client;
 pub mod contract;
+pub mod controller;
 pub mod discovery;
+pub mod host;
 pub mod informer;
+pub mod informers;
 pub mod objects;
 pub mod offline;
 pub mod queue;
 pub mod runtime;
 pub mod shutdown;
+pub mod writer;

@@ -28,6 +28,40 @@ enum Command {
     Plugin(PluginCommand),
     /// Serve the embedded Kubernetes-compatible API server.
     Apiserver(ApiserverArgs),
+    /// Run the host: load the plugins and reconcile against an API server.
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Directory of plugin components (`*.wasm`).
+    #[arg(long, default_value = "plugins", value_name = "DIR")]
+    plugins: PathBuf,
+    /// Kubeconfig of the cluster (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long, value_name = "FILE", conflicts_with = "embedded")]
+    kubeconfig: Option<PathBuf>,
+    /// Start the embedded API server in this process and use it.
+    #[arg(long)]
+    embedded: bool,
+    /// With --embedded: keep its state durably in this directory.
+    #[arg(long, value_name = "DIR", requires = "embedded")]
+    data: Option<PathBuf>,
+    /// With --embedded: the address it listens on (port 0 picks a free one).
+    #[arg(
+        long,
+        default_value = "127.0.0.1:6443",
+        value_name = "ADDR",
+        requires = "embedded"
+    )]
+    listen: std::net::SocketAddr,
+    /// With --embedded: write a kubeconfig for it here, for kubectl.
+    #[arg(long, value_name = "FILE", requires = "embedded")]
+    write_kubeconfig: Option<PathBuf>,
+    /// Seconds in-flight reconciles get to finish at shutdown.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    grace: u64,
+    #[command(flatten)]
+    limits: Limits,
 }
 
 #[derive(Args)]
@@ -98,12 +132,18 @@ struct Limits {
 }
 
 impl Limits {
-    fn runtime(&self) -> anyhow::Result<Runtime> {
-        Runtime::new(RuntimeConfig {
+    fn runtime_config(&self) -> RuntimeConfig {
+        RuntimeConfig {
             call_timeout: Duration::from_millis(self.timeout_ms),
             memory_limit: self.memory_mib << 20,
-            max_instances: 4,
             ..RuntimeConfig::default()
+        }
+    }
+
+    fn runtime(&self) -> anyhow::Result<Runtime> {
+        Runtime::new(RuntimeConfig {
+            max_instances: 4,
+            ..self.runtime_config()
         })
     }
 }
@@ -128,6 +168,11 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Run(args) => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(run_host(args))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Apiserver(args) => {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(serve_apiserver(args))?;
@@ -189,6 +234,50 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
     }
+}
+
+async fn run_host(args: RunArgs) -> anyhow::Result<()> {
+    let mut embedded = None;
+    let client = if args.embedded {
+        let mut config = windlass_apiserver::Config::new().listen(args.listen);
+        config = match &args.data {
+            Some(dir) => config.data_dir(dir.clone()),
+            None => config.in_memory(),
+        };
+        let server = windlass_apiserver::start(config).await?;
+        if let Some(path) = &args.write_kubeconfig {
+            server
+                .write_kubeconfig(path)
+                .with_context(|| format!("writing kubeconfig to {}", path.display()))?;
+            tracing::info!(kubeconfig = %path.display(), "wrote kubeconfig for the embedded API server");
+        }
+        tracing::info!(url = %server.url(), "embedded API server listening");
+        let client =
+            windlass::client::ApiClient::from_kubeconfig_yaml(&server.kubeconfig()).await?;
+        embedded = Some(server);
+        client
+    } else {
+        windlass::client::ApiClient::from_kubeconfig(args.kubeconfig.as_deref())
+            .await
+            .context("no usable kubeconfig (use --kubeconfig FILE, KUBECONFIG, or --embedded)")?
+    };
+    let host = windlass::host::Host::new(
+        client,
+        windlass::host::HostConfig {
+            runtime: args.limits.runtime_config(),
+            grace: Duration::from_secs(args.grace),
+            ..Default::default()
+        },
+    )?;
+    let loaded = host.load_dir(&args.plugins).await;
+    tracing::info!(dir = %args.plugins.display(), loaded, "plugins loaded");
+    windlass::shutdown::signal().await;
+    tracing::info!("shutting down: finishing in-flight reconciles");
+    host.shutdown().await;
+    if let Some(server) = embedded {
+        server.shutdown().await;
+    }
+    Ok(())
 }
 
 async fn serve_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {

@@ -105,10 +105,10 @@ fn start(data: &Path, kubeconfig: &Path) -> (Server, SocketAddr) {
             k.lines()
                 .find_map(|l| l.trim().strip_prefix("server: http://").map(str::to_owned))
         });
-        if let Some(addr) = server.and_then(|s| s.trim().parse().ok()) {
-            if http(addr, "GET", "/readyz", None).is_ok() {
-                return (Server(child), addr);
-            }
+        if let Some(addr) = server.and_then(|s| s.trim().parse().ok())
+            && http(addr, "GET", "/readyz", None).is_ok()
+        {
+            return (Server(child), addr);
         }
         if started.elapsed() > Duration::from_secs(30) || child.try_wait().ok().flatten().is_some()
         {

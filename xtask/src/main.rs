@@ -97,8 +97,13 @@ fn ensure_wasm_target() -> Result<()> {
 
 /// Every crate under the plugin folders, by package name.
 fn plugin_crates() -> Result<Vec<String>> {
+    crates_in(&PLUGIN_DIRS)
+}
+
+/// Every crate under the given folders, by package name.
+fn crates_in(dirs: &[&str]) -> Result<Vec<String>> {
     let mut names = Vec::new();
-    for dir in PLUGIN_DIRS {
+    for dir in dirs {
         let Ok(entries) = std::fs::read_dir(root().join(dir)) else {
             continue;
         };
@@ -161,6 +166,15 @@ fn test(args: &[String]) -> Result<()> {
 fn run(args: &[String]) -> Result<()> {
     build_plugins()?;
     status(cargo().args(["build", "-p", "windlass"]))?;
+    // Only the example plugins: the test fixtures misbehave on purpose.
+    let dir = target_dir().join("run").join("plugins");
+    std::fs::create_dir_all(&dir)?;
+    for name in crates_in(&["plugins"])? {
+        let file = format!("{name}.wasm");
+        let tmp = dir.join(format!(".{file}.tmp"));
+        std::fs::copy(plugins_out().join(&file), &tmp)?;
+        std::fs::rename(&tmp, dir.join(&file))?;
+    }
     let windlass = target_dir().join("debug").join("windlass");
     let kubeconfig = target_dir().join("windlass.kubeconfig");
     eprintln!();
@@ -184,7 +198,7 @@ fn run(args: &[String]) -> Result<()> {
         ])
         .arg(&kubeconfig)
         .arg("--plugins")
-        .arg(plugins_out())
+        .arg(&dir)
         .args(args);
     status(&mut cmd)
 }

@@ -1,0 +1,523 @@
+//! One plugin's controller: its informer subscriptions, its work queue and
+//! its workers.
+//!
+//! Events only say which key to look at: the primary kind's events enqueue
+//! the object, owned children's events enqueue their controller owner,
+//! `reads` changes enqueue what the plugin's `map` says, and a resync
+//! enqueues everything. A worker builds the request from the *current*
+//! cache, calls the plugin on a blocking thread, and hands the outcome to
+//! the writer.
+//!
+//! Expectations (as in client-go's ReplicaSet controller): after a reconcile
+//! creates or deletes children, the key is not reconciled again until the
+//! cache has seen those changes (or a timeout passes), so a plugin never
+//! acts twice on a stale picture — e.g. creating pods twice.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::cache::{CachedObject, Change, ObjectKey};
+use crate::contract::{KindRef, Manifest, ObjectRef, Request};
+use crate::discovery::DiscoveryError;
+use crate::informer::Informer;
+use crate::informers::{Informers, PluginView};
+use crate::queue::{RateLimit, WorkQueue};
+use crate::runtime::{CacheReader, Plugin, PluginError};
+use crate::writer::{Applied, Target, WriteError, Writer};
+
+/// How long a key waits for its own writes to show up in the cache.
+const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(30);
+/// Delay before reconciling again after a conflict (the cache was behind).
+const STALE_RETRY: Duration = Duration::from_millis(20);
+
+/// Counters for one plugin.
+#[derive(Debug, Default)]
+pub struct ControllerStats {
+    pub reconciles: AtomicU64,
+    pub failures: AtomicU64,
+    pub conflicts: AtomicU64,
+    pub writes: AtomicU64,
+    /// Total reconcile time, microseconds.
+    pub busy_micros: AtomicU64,
+}
+
+/// Writes of one reconcile the cache has yet to show.
+struct Expectation {
+    creates: Vec<ObjectRef>,
+    deletes: Vec<ObjectRef>,
+    deadline: Instant,
+}
+
+/// Everything a worker needs; shared by the workers of one plugin.
+struct Shared {
+    plugin: RwLock<Plugin>,
+    manifest: Manifest,
+    queue: WorkQueue<ObjectRef>,
+    primary: Arc<Informer>,
+    owns: Vec<(KindRef, Arc<Informer>)>,
+    view: Arc<PluginView>,
+    writer: Arc<Writer>,
+    expectations: Mutex<HashMap<ObjectRef, Expectation>>,
+    stats: ControllerStats,
+}
+
+/// A running controller. [`Controller::shutdown`] stops it gracefully.
+pub struct Controller {
+    shared: Arc<Shared>,
+    tasks: Vec<JoinHandle<()>>,
+    subscriptions: Vec<(Arc<Informer>, u64)>,
+}
+
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("plugin", &self.shared.manifest.name)
+            .finish()
+    }
+}
+
+fn primary_ref(kind: &KindRef, key: &ObjectKey) -> ObjectRef {
+    ObjectRef {
+        api_version: kind.api_version.clone(),
+        kind: kind.kind.clone(),
+        namespace: key.namespace.as_deref().map(str::to_owned),
+        name: key.name.to_string(),
+    }
+}
+
+impl Controller {
+    /// Subscribes to the plugin's informers and starts its workers.
+    pub async fn start(
+        plugin: Plugin,
+        informers: &Informers,
+        writer: Arc<Writer>,
+    ) -> Result<Self, DiscoveryError> {
+        let manifest = plugin.manifest().clone();
+        let primary = informers.get(&manifest.reconciles).await?;
+        let mut owns = Vec::new();
+        for watch in &manifest.owns {
+            owns.push((watch.kind.clone(), informers.get(watch).await?));
+        }
+        let mut reads = Vec::new();
+        for watch in &manifest.reads {
+            reads.push((watch.kind.clone(), informers.get(watch).await?));
+        }
+        let mut all = vec![(manifest.reconciles.kind.clone(), primary.clone())];
+        all.extend(owns.iter().cloned());
+        all.extend(reads.iter().cloned());
+        let view = Arc::new(PluginView::new(all));
+
+        let shared = Arc::new(Shared {
+            plugin: RwLock::new(plugin),
+            manifest: manifest.clone(),
+            queue: WorkQueue::new(RateLimit::default()),
+            primary: primary.clone(),
+            owns: owns.clone(),
+            view,
+            writer,
+            expectations: Mutex::new(HashMap::new()),
+            stats: ControllerStats::default(),
+        });
+        let mut subscriptions = Vec::new();
+        let mut tasks = Vec::new();
+
+        let kind = manifest.reconciles.kind.clone();
+        let queue = shared.queue.clone();
+        let id = primary.subscribe(Arc::new(move |change: &Change| {
+            queue.add(primary_ref(&kind, change.object().key()));
+        }));
+        subscriptions.push((primary.clone(), id));
+
+        for (_, informer) in &owns {
+            let kind = manifest.reconciles.kind.clone();
+            let queue = shared.queue.clone();
+            let id = informer.subscribe(Arc::new(move |change: &Change| {
+                let mut owners = vec![change.object()];
+                if let Change::Modified { old, .. } = change {
+                    owners.push(old); // adopted away: the old owner looks too
+                }
+                for child in owners {
+                    if let Some(c) = child.controller()
+                        && c.kind.as_ref() == kind.kind
+                        && group(&c.api_version) == group(&kind.api_version)
+                    {
+                        queue.add(ObjectRef {
+                            api_version: kind.api_version.clone(),
+                            kind: kind.kind.clone(),
+                            namespace: child.key().namespace.as_deref().map(str::to_owned),
+                            name: c.name.to_string(),
+                        });
+                    }
+                }
+            }));
+            subscriptions.push((informer.clone(), id));
+        }
+
+        if !reads.is_empty() {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Arc<str>>();
+            for (_, informer) in &reads {
+                let tx = tx.clone();
+                let id = informer.subscribe(Arc::new(move |change: &Change| {
+                    let _ = tx.send(change.object().text().clone());
+                }));
+                subscriptions.push((informer.clone(), id));
+            }
+            tasks.push(tokio::spawn(map_changes(shared.clone(), rx)));
+        }
+
+        // The primary informer may have synced before we subscribed.
+        let resync_shared = shared.clone();
+        let resync = manifest
+            .resync_seconds
+            .map(|s| Duration::from_secs(u64::from(s)));
+        tasks.push(tokio::spawn(async move {
+            resync_shared.primary.wait_synced().await;
+            enqueue_all(&resync_shared);
+            let Some(period) = resync else { return };
+            let mut tick = tokio::time::interval_at(Instant::now() + period, period);
+            loop {
+                tick.tick().await;
+                enqueue_all(&resync_shared);
+            }
+        }));
+
+        for worker in 0..manifest.max_concurrency {
+            let shared = shared.clone();
+            let span = tracing::info_span!("worker", plugin = %manifest.name, worker);
+            tasks.push(tokio::spawn(
+                async move {
+                    while let Some(key) = shared.queue.get().await {
+                        process(&shared, &key).await;
+                        shared.queue.done(&key);
+                    }
+                }
+                .instrument(span),
+            ));
+        }
+        tracing::info!(plugin = %manifest.name, version = %manifest.version, "controller started");
+        Ok(Self {
+            shared,
+            tasks,
+            subscriptions,
+        })
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.shared.manifest
+    }
+
+    pub fn plugin(&self) -> Plugin {
+        self.shared
+            .plugin
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Swaps in a new version of the plugin: reconciles that start from now
+    /// on use it; those in flight finish on the old one.
+    pub fn replace_plugin(&self, plugin: Plugin) {
+        *self
+            .shared
+            .plugin
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = plugin;
+    }
+
+    pub fn stats(&self) -> &ControllerStats {
+        &self.shared.stats
+    }
+
+    /// (ready, delayed, in flight) keys.
+    pub fn queue_depth(&self) -> (usize, usize, usize) {
+        self.shared.queue.depth()
+    }
+
+    /// True once every informer this plugin uses has listed.
+    pub fn is_synced(&self) -> bool {
+        self.shared.primary.is_synced() && self.shared.owns.iter().all(|(_, i)| i.is_synced())
+    }
+
+    /// Stops taking work, lets in-flight reconciles finish within `grace`,
+    /// and releases the informers.
+    pub async fn shutdown(self, grace: Duration) {
+        self.shared.queue.shut_down();
+        if tokio::time::timeout(grace, self.shared.queue.drained())
+            .await
+            .is_err()
+        {
+            tracing::warn!(plugin = %self.shared.manifest.name, "reconciles still running after the grace period; abandoning them");
+        }
+        for task in &self.tasks {
+            task.abort();
+        }
+        for (informer, id) in &self.subscriptions {
+            informer.unsubscribe(*id);
+        }
+        tracing::info!(plugin = %self.shared.manifest.name, "controller stopped");
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.shared.queue.shut_down();
+        for task in &self.tasks {
+            task.abort();
+        }
+        for (informer, id) in &self.subscriptions {
+            informer.unsubscribe(*id);
+        }
+    }
+}
+
+/// The API group of an apiVersion (`apps/v1` → `apps`, `v1` → ``).
+fn group(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(g, _)| g)
+}
+
+fn enqueue_all(shared: &Shared) {
+    let kind = &shared.manifest.reconciles.kind;
+    for key in shared.primary.cache().read(|s| s.keys()) {
+        shared.queue.add(primary_ref(kind, &key));
+    }
+}
+
+/// Turns changes of `reads` objects into primary keys through `map`.
+async fn map_changes(shared: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedReceiver<Arc<str>>) {
+    while let Some(text) = rx.recv().await {
+        let plugin = shared
+            .plugin
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let view: Arc<dyn CacheReader> = shared.view.clone();
+        let result = tokio::task::spawn_blocking(move || plugin.map(text.to_string(), view)).await;
+        match result {
+            Ok(Ok(keys)) => keys.into_iter().for_each(|k| shared.queue.add(k)),
+            Ok(Err(e)) => tracing::warn!(plugin = %shared.manifest.name, error = %e, "map failed"),
+            Err(e) => {
+                tracing::error!(plugin = %shared.manifest.name, error = %e, "map task failed")
+            }
+        }
+    }
+}
+
+/// One reconcile of `key`, start to finish. Never fails: every problem ends
+/// in a requeue decision and a log line naming the plugin and key.
+async fn process(shared: &Arc<Shared>, key: &ObjectRef) {
+    let span = tracing::info_span!("reconcile", plugin = %shared.manifest.name, key = %key);
+    async {
+        if let Some(wait) = pending_expectation(shared, key) {
+            // Our own last writes are not in the cache yet; their events will
+            // enqueue the key again. The delayed add is the fallback.
+            shared.queue.add_after(key.clone(), wait);
+            return;
+        }
+        let started = std::time::Instant::now();
+        let result = reconcile(shared, key).await;
+        shared.stats.reconciles.fetch_add(1, Ordering::Relaxed);
+        shared
+            .stats
+            .busy_micros
+            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        match result {
+            Ok(requeue) => {
+                shared.queue.forget(key);
+                if let Some(after) = requeue {
+                    shared.queue.add_after(key.clone(), after);
+                }
+            }
+            Err(Failure::Stale(e)) => {
+                shared.stats.conflicts.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(error = %e, "cache was behind; reconciling again");
+                shared.queue.add_after(key.clone(), STALE_RETRY);
+            }
+            Err(Failure::Retry(e)) => {
+                shared.stats.failures.fetch_add(1, Ordering::Relaxed);
+                let delay = shared.queue.add_rate_limited(key.clone());
+                tracing::warn!(error = %e, retry_in = ?delay, "reconcile failed");
+            }
+            Err(Failure::GiveUp(e)) => {
+                shared.stats.failures.fetch_add(1, Ordering::Relaxed);
+                shared.queue.forget(key);
+                tracing::warn!(error = %e, "reconcile failed; not retrying until the object changes");
+            }
+        }
+    }
+    .instrument(span)
+    .await
+}
+
+enum Failure {
+    Stale(String),
+    Retry(String),
+    GiveUp(String),
+}
+
+impl From<WriteError> for Failure {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::Stale(e) => Failure::Stale(e.to_string()),
+            other => Failure::Retry(other.to_string()),
+        }
+    }
+}
+
+impl From<PluginError> for Failure {
+    fn from(e: PluginError) -> Self {
+        if e.retry() {
+            Failure::Retry(e.to_string())
+        } else {
+            Failure::GiveUp(e.to_string())
+        }
+    }
+}
+
+/// How long `key` must still wait for its expectations, if at all.
+fn pending_expectation(shared: &Shared, key: &ObjectRef) -> Option<Duration> {
+    let mut expectations = shared
+        .expectations
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let e = expectations.get(key)?;
+    let now = Instant::now();
+    let lookup = |r: &ObjectRef| -> Option<Arc<CachedObject>> {
+        let kind = r.kind_ref();
+        let k = ObjectKey::new(r.namespace.as_deref(), &r.name);
+        shared
+            .owns
+            .iter()
+            .filter(|(owned, _)| *owned == kind)
+            .find_map(|(_, i)| i.cache().read(|s| s.get(&k)))
+    };
+    let seen = e.creates.iter().all(|r| lookup(r).is_some())
+        && e.deletes
+            .iter()
+            .all(|r| lookup(r).is_none_or(|o| o.is_deleting()));
+    if seen || now >= e.deadline {
+        if !seen {
+            tracing::warn!(key = %key, "the cache did not show this reconcile's writes in time; going on");
+        }
+        expectations.remove(key);
+        return None;
+    }
+    Some(e.deadline - now)
+}
+
+fn expect(shared: &Shared, key: &ObjectRef, applied: &Applied) {
+    let owned = |r: &&ObjectRef| shared.owns.iter().any(|(k, _)| *k == r.kind_ref());
+    let creates: Vec<ObjectRef> = applied.created.iter().filter(owned).cloned().collect();
+    let deletes: Vec<ObjectRef> = applied.deleted.iter().filter(owned).cloned().collect();
+    if creates.is_empty() && deletes.is_empty() {
+        return;
+    }
+    shared
+        .expectations
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(
+            key.clone(),
+            Expectation {
+                creates,
+                deletes,
+                deadline: Instant::now() + EXPECTATION_TIMEOUT,
+            },
+        );
+}
+
+/// Builds the request, calls the plugin, carries out the outcome. Returns
+/// the requested requeue delay.
+async fn reconcile(shared: &Arc<Shared>, key: &ObjectRef) -> Result<Option<Duration>, Failure> {
+    let manifest = &shared.manifest;
+    let object_key = ObjectKey::new(key.namespace.as_deref(), &key.name);
+    let object = shared.primary.cache().read(|s| s.get(&object_key));
+
+    let mut finalize = false;
+    if let (Some(finalizer), Some(obj)) = (&manifest.finalizer, &object) {
+        if obj.is_deleting() {
+            if !obj.has_finalizer(finalizer) {
+                return Ok(None); // ours is done; others' finalizers are theirs
+            }
+            finalize = true;
+        } else if !obj.has_finalizer(finalizer) {
+            shared
+                .writer
+                .add_finalizer(manifest, key, obj, finalizer)
+                .await?;
+            // The update comes back through the informer and requeues us.
+            return Ok(None);
+        }
+    }
+
+    let owned: Vec<(KindRef, Arc<CachedObject>)> = match &object {
+        Some(obj) if !obj.uid().is_empty() => shared
+            .owns
+            .iter()
+            .flat_map(|(kind, informer)| {
+                informer
+                    .cache()
+                    .read(|s| s.controlled_by(obj.uid()))
+                    .into_iter()
+                    .filter(|child| {
+                        child
+                            .controller()
+                            .is_some_and(|c| c.kind.as_ref() == manifest.reconciles.kind.kind)
+                    })
+                    .map(move |child| (kind.clone(), child))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let request = Request {
+        key: key.clone(),
+        object: object.as_ref().map(|o| o.text().to_string()),
+        owned: owned.iter().map(|(_, o)| o.text().to_string()).collect(),
+        attempt: shared.queue.failures(key),
+    };
+    let plugin = shared
+        .plugin
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let view: Arc<dyn CacheReader> = shared.view.clone();
+    let outcome = tokio::task::spawn_blocking(move || {
+        if finalize {
+            plugin.finalize(request, view)
+        } else {
+            plugin.reconcile(request, view)
+        }
+    })
+    .await
+    .map_err(|e| Failure::Retry(format!("reconcile task failed: {e}")))??;
+
+    let target = Target {
+        manifest,
+        key,
+        primary: object.as_deref(),
+        owned: &owned,
+        live: shared.view.as_ref(),
+    };
+    let applied = shared.writer.execute(&target, &outcome).await;
+    let applied = match applied {
+        Ok(applied) => applied,
+        Err(e) => return Err(e.into()),
+    };
+    shared
+        .stats
+        .writes
+        .fetch_add(applied.requests as u64, Ordering::Relaxed);
+    expect(shared, key, &applied);
+    if finalize && let (Some(finalizer), Some(obj)) = (&manifest.finalizer, &object) {
+        shared
+            .writer
+            .remove_finalizer(manifest, key, obj, finalizer)
+            .await?;
+    }
+    Ok(outcome.requeue_after)
+}

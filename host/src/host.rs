@@ -1,0 +1,286 @@
+//! The host: one API client, shared informers, one writer, one wasm runtime,
+//! and a controller for each loaded plugin.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::client::ApiClient;
+use crate::controller::Controller;
+use crate::discovery::Discovery;
+use crate::informer::InformerConfig;
+use crate::informers::Informers;
+use crate::runtime::{Plugin, Runtime, RuntimeConfig};
+use crate::writer::Writer;
+
+/// Settings of a host.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    pub runtime: RuntimeConfig,
+    pub informer: InformerConfig,
+    /// How many informers may list at once.
+    pub max_relists: usize,
+    /// How long shutdown waits for in-flight reconciles.
+    pub grace: Duration,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        Self {
+            runtime: RuntimeConfig::default(),
+            informer: InformerConfig::default(),
+            max_relists: 4,
+            grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What `/plugins` and `windlass plugins` show for one plugin file.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginStatus {
+    pub file: String,
+    pub name: Option<String>,
+    pub version: Option<String>,
+    pub digest: Option<String>,
+    pub reconciles: Option<String>,
+    pub synced: bool,
+    pub queue_ready: usize,
+    pub queue_delayed: usize,
+    pub in_flight: usize,
+    pub reconciles_total: u64,
+    pub failures_total: u64,
+    pub error: Option<String>,
+}
+
+/// The running host.
+pub struct Host {
+    runtime: Runtime,
+    informers: Arc<Informers>,
+    writer: Arc<Writer>,
+    grace: Duration,
+    /// Loaded controllers by plugin name, with the file each came from.
+    controllers: tokio::sync::Mutex<BTreeMap<String, (PathBuf, Controller)>>,
+    /// Files that failed to load, with the reason.
+    errors: Mutex<BTreeMap<PathBuf, String>>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    pub fn new(client: ApiClient, config: HostConfig) -> anyhow::Result<Self> {
+        let discovery = Arc::new(Discovery::new(client.clone()));
+        Ok(Self {
+            runtime: Runtime::new(config.runtime)?,
+            informers: Arc::new(Informers::new(
+                client.clone(),
+                discovery.clone(),
+                config.informer,
+                config.max_relists,
+            )),
+            writer: Arc::new(Writer::new(client, discovery)),
+            grace: config.grace,
+            controllers: tokio::sync::Mutex::new(BTreeMap::new()),
+            errors: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    pub fn informers(&self) -> &Informers {
+        &self.informers
+    }
+
+    /// Loads (or reloads) one plugin file and runs its controller. A file
+    /// that fails leaves any running version in place; the error is kept
+    /// for `/plugins` and returned.
+    pub async fn load_file(&self, path: &Path) -> anyhow::Result<String> {
+        let runtime = self.runtime.clone();
+        let file = path.to_path_buf();
+        let loaded = tokio::task::spawn_blocking(move || runtime.load_file(&file)).await?;
+        let plugin = match loaded {
+            Ok(plugin) => plugin,
+            Err(e) => {
+                self.record_error(path, e.to_string());
+                return Err(e.into());
+            }
+        };
+        match self.install(path, plugin).await {
+            Ok(name) => {
+                self.errors
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(path);
+                Ok(name)
+            }
+            Err(e) => {
+                self.record_error(path, format!("{e:#}"));
+                Err(e)
+            }
+        }
+    }
+
+    fn record_error(&self, path: &Path, error: String) {
+        tracing::error!(file = %path.display(), %error, "plugin not loaded");
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_path_buf(), error);
+    }
+
+    async fn install(&self, path: &Path, plugin: Plugin) -> anyhow::Result<String> {
+        let name = plugin.name().to_owned();
+        let mut controllers = self.controllers.lock().await;
+        if let Some((old_path, running)) = controllers.get(&name) {
+            if old_path != path {
+                anyhow::bail!(
+                    "{}: a plugin named {name:?} is already loaded from {}",
+                    path.display(),
+                    old_path.display()
+                );
+            }
+            if running.manifest() == plugin.manifest() {
+                // Same watches: swap the code under the running queue.
+                running.replace_plugin(plugin);
+                tracing::info!(plugin = %name, "plugin updated in place");
+                return Ok(name);
+            }
+        }
+        // New, or its manifest changed: start it afresh. The old controller
+        // drains first so no key is processed by both; every key is
+        // enqueued again by the new one, so no work is lost.
+        if let Some((_, old)) = controllers.remove(&name) {
+            old.shutdown(self.grace).await;
+        }
+        let controller = Controller::start(plugin, &self.informers, self.writer.clone()).await?;
+        controllers.insert(name.clone(), (path.to_path_buf(), controller));
+        Ok(name)
+    }
+
+    /// Stops the plugin loaded from `path`, after in-flight work drains.
+    pub async fn unload_file(&self, path: &Path) {
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(path);
+        let mut controllers = self.controllers.lock().await;
+        let name = controllers
+            .iter()
+            .find(|(_, (p, _))| p == path)
+            .map(|(n, _)| n.clone());
+        if let Some((_, controller)) = name.and_then(|n| controllers.remove(&n)) {
+            controller.shutdown(self.grace).await;
+        }
+    }
+
+    /// Loads every `*.wasm` in `dir`; failures are recorded and logged.
+    pub async fn load_dir(&self, dir: &Path) -> usize {
+        let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+            Ok(entries) => entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| is_plugin_file(p))
+                .collect(),
+            Err(e) => {
+                tracing::error!(dir = %dir.display(), error = %e, "cannot read the plugins directory");
+                return 0;
+            }
+        };
+        files.sort();
+        let mut loaded = 0;
+        for file in files {
+            if self.load_file(&file).await.is_ok() {
+                loaded += 1;
+            }
+        }
+        loaded
+    }
+
+    /// True once every loaded plugin's informers have listed.
+    pub async fn is_ready(&self) -> bool {
+        self.controllers
+            .lock()
+            .await
+            .values()
+            .all(|(_, c)| c.is_synced())
+    }
+
+    /// One row per plugin file, loaded or failed.
+    pub async fn status(&self) -> Vec<PluginStatus> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut rows: Vec<PluginStatus> = Vec::new();
+        for (path, controller) in self.controllers.lock().await.values() {
+            let plugin = controller.plugin();
+            let (ready, delayed, in_flight) = controller.queue_depth();
+            let m = controller.manifest();
+            rows.push(PluginStatus {
+                file: path.display().to_string(),
+                name: Some(m.name.clone()),
+                version: Some(m.version.clone()),
+                digest: Some(plugin.digest().to_owned()),
+                reconciles: Some(m.reconciles.kind.to_string()),
+                synced: controller.is_synced(),
+                queue_ready: ready,
+                queue_delayed: delayed,
+                in_flight,
+                reconciles_total: controller.stats().reconciles.load(Relaxed),
+                failures_total: controller.stats().failures.load(Relaxed),
+                error: None,
+            });
+        }
+        for (path, error) in self.errors.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let file = path.display().to_string();
+            match rows.iter_mut().find(|r| r.file == file) {
+                // A newer version failed; the old one still runs.
+                Some(row) => row.error = Some(error.clone()),
+                None => rows.push(PluginStatus {
+                    file,
+                    name: None,
+                    version: None,
+                    digest: None,
+                    reconciles: None,
+                    synced: false,
+                    queue_ready: 0,
+                    queue_delayed: 0,
+                    in_flight: 0,
+                    reconciles_total: 0,
+                    failures_total: 0,
+                    error: Some(error.clone()),
+                }),
+            }
+        }
+        rows.sort_by(|a, b| a.file.cmp(&b.file));
+        rows
+    }
+
+    /// Stops every controller: no new work, in-flight reconciles get the
+    /// grace period.
+    pub async fn shutdown(&self) {
+        let controllers = std::mem::take(&mut *self.controllers.lock().await);
+        let grace = self.grace;
+        futures::future::join_all(
+            controllers
+                .into_values()
+                .map(|(_, controller)| controller.shutdown(grace)),
+        )
+        .await;
+    }
+}
+
+/// A file the host treats as a plugin: `*.wasm`, not hidden (editors and
+/// copy tools write hidden temporaries).
+pub fn is_plugin_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "wasm")
+        && path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| !n.starts_with('.'))
+}

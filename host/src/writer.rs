@@ -1,0 +1,802 @@
+//! Carries out a plugin's outcome against the API server.
+//!
+//! - `apply` creates the object if the cache does not have it (or when it
+//!   only has `generateName`), else sends a JSON merge patch of the given
+//!   fields carrying the cached resourceVersion as a precondition; when the
+//!   live object already has every given field nothing is sent at all.
+//! - Children of `owns` kinds get a controller owner reference to the
+//!   primary object (with `blockOwnerDeletion`).
+//! - `prune-owned` deletes owned children that no `apply`/`replace` named.
+//! - A `409 Conflict` or `404 Not Found` means the cache was behind: the
+//!   outcome stops there and the key is reconciled again from fresh state.
+//! - Events become core/v1 Events; a repeat bumps the count of the first.
+//!
+//! Every request carries a field manager and user agent naming the plugin.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use http::Method;
+use serde_json::{Map, Value, json};
+
+use crate::cache::CachedObject;
+use crate::client::{ApiClient, ApiError};
+use crate::contract::{Event, EventType, KindRef, Manifest, ObjectRef, Outcome, Write};
+use crate::discovery::{ApiResource, Discovery, DiscoveryError};
+use crate::runtime::CacheReader;
+
+/// Why an outcome could not be carried out in full.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The cache was behind the server (409 or 404): reconcile again soon.
+    #[error("stale: {0}")]
+    Stale(ApiError),
+    #[error("{0}")]
+    Api(ApiError),
+    #[error("{0}")]
+    Discovery(#[from] DiscoveryError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<ApiError> for WriteError {
+    fn from(e: ApiError) -> Self {
+        if e.code == 409 || e.code == 404 {
+            WriteError::Stale(e)
+        } else {
+            WriteError::Api(e)
+        }
+    }
+}
+
+/// What one outcome did, for expectations and metrics.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// Objects created (named by the server for `generateName`).
+    pub created: Vec<ObjectRef>,
+    /// Objects deleted (explicitly or by pruning).
+    pub deleted: Vec<ObjectRef>,
+    /// Requests sent; a converged apply sends none.
+    pub requests: usize,
+}
+
+/// The context of one outcome.
+pub struct Target<'a> {
+    pub manifest: &'a Manifest,
+    pub key: &'a ObjectRef,
+    /// The primary object as cached (owner of created children).
+    pub primary: Option<&'a CachedObject>,
+    /// Owned children as cached, with their kinds.
+    pub owned: &'a [(KindRef, Arc<CachedObject>)],
+    /// The plugin's view of the caches, to find live objects.
+    pub live: &'a dyn CacheReader,
+}
+
+/// Executes outcomes; shared by all plugins.
+pub struct Writer {
+    client: ApiClient,
+    discovery: Arc<Discovery>,
+    events: Mutex<HashMap<EventKey, (String, String, u32)>>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer").finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct EventKey {
+    plugin: String,
+    regarding: ObjectRef,
+    type_: &'static str,
+    reason: String,
+    message: String,
+}
+
+/// Remembered events for aggregation; past this the memory starts over.
+const MAX_REMEMBERED_EVENTS: usize = 4096;
+
+impl Writer {
+    pub fn new(client: ApiClient, discovery: Arc<Discovery>) -> Self {
+        Self {
+            client,
+            discovery,
+            events: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Carries out `outcome` in order; stops at the first failure.
+    pub async fn execute(&self, t: &Target<'_>, outcome: &Outcome) -> Result<Applied, WriteError> {
+        let plugin = &t.manifest.name;
+        let agent = format!("windlass/{plugin}");
+        let manager = format!("fieldManager=windlass-{plugin}");
+        let mut applied = Applied::default();
+        let mut kept: HashSet<ObjectRef> = HashSet::new();
+        let default_ns = t.key.namespace.as_deref();
+
+        for write in &outcome.writes {
+            let (api_version, kind) = write.kind();
+            let resource = self
+                .discovery
+                .resolve(&KindRef::new(api_version, kind))
+                .await?;
+            let ns_of = |r: &ObjectRef| {
+                if resource.namespaced {
+                    r.namespace
+                        .clone()
+                        .or_else(|| default_ns.map(str::to_owned))
+                } else {
+                    None
+                }
+            };
+            match write {
+                Write::Apply(object) => {
+                    let mut desired: Value = serde_json::from_str(object.text())
+                        .map_err(|e| WriteError::Invalid(e.to_string()))?;
+                    let namespace = if resource.namespaced {
+                        object
+                            .header()
+                            .namespace
+                            .clone()
+                            .or_else(|| default_ns.map(str::to_owned))
+                    } else {
+                        None
+                    };
+                    set_meta(
+                        &mut desired,
+                        "namespace",
+                        namespace.clone().map(Value::String),
+                    );
+                    let owner = t
+                        .manifest
+                        .owns_kind(api_version, kind)
+                        .then_some(t.primary)
+                        .flatten()
+                        .map(|p| owner_reference(&t.manifest.reconciles.kind, t.key, p));
+                    let collection = resource.collection_path(namespace.as_deref());
+                    let Some(name) = object.header().name.clone() else {
+                        if let Some(owner) = &owner {
+                            add_owner(&mut desired, owner);
+                        }
+                        let created = self
+                            .send(
+                                Method::POST,
+                                &collection,
+                                &manager,
+                                &agent,
+                                &desired,
+                                "application/json",
+                            )
+                            .await?;
+                        let name = created
+                            .pointer("/metadata/name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        applied.requests += 1;
+                        applied.created.push(ObjectRef {
+                            api_version: api_version.to_owned(),
+                            kind: kind.to_owned(),
+                            namespace,
+                            name: name.to_owned(),
+                        });
+                        continue;
+                    };
+                    let target = ObjectRef {
+                        api_version: api_version.to_owned(),
+                        kind: kind.to_owned(),
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                    };
+                    kept.insert(target.clone());
+                    match t.live.get(&target) {
+                        None => {
+                            if let Some(owner) = &owner {
+                                add_owner(&mut desired, owner);
+                            }
+                            self.send(
+                                Method::POST,
+                                &collection,
+                                &manager,
+                                &agent,
+                                &desired,
+                                "application/json",
+                            )
+                            .await?;
+                            applied.requests += 1;
+                            applied.created.push(target);
+                        }
+                        Some(live) => {
+                            let live: Value = serde_json::from_str(&live)
+                                .map_err(|e| WriteError::Invalid(e.to_string()))?;
+                            let Some(patch) =
+                                converge_patch(desired, &live, owner.as_ref(), resource.has_status)
+                            else {
+                                continue;
+                            };
+                            let path = resource.object_path(namespace.as_deref(), &name);
+                            self.send(
+                                Method::PATCH,
+                                &path,
+                                &manager,
+                                &agent,
+                                &patch,
+                                "application/merge-patch+json",
+                            )
+                            .await?;
+                            applied.requests += 1;
+                        }
+                    }
+                }
+                Write::Replace(object) => {
+                    let r = object
+                        .object_ref(default_ns)
+                        .ok_or_else(|| WriteError::Invalid("replace without a name".into()))?;
+                    let mut body: Value = serde_json::from_str(object.text())
+                        .map_err(|e| WriteError::Invalid(e.to_string()))?;
+                    let namespace = ns_of(&r);
+                    set_meta(&mut body, "namespace", namespace.clone().map(Value::String));
+                    let path = resource.object_path(namespace.as_deref(), &r.name);
+                    self.send(
+                        Method::PUT,
+                        &path,
+                        &manager,
+                        &agent,
+                        &body,
+                        "application/json",
+                    )
+                    .await?;
+                    applied.requests += 1;
+                    kept.insert(ObjectRef { namespace, ..r });
+                }
+                Write::UpdateStatus(object) => {
+                    let r = object.object_ref(default_ns).ok_or_else(|| {
+                        WriteError::Invalid("status update without a name".into())
+                    })?;
+                    let body: Value = serde_json::from_str(object.text())
+                        .map_err(|e| WriteError::Invalid(e.to_string()))?;
+                    let namespace = ns_of(&r);
+                    self.update_status(
+                        &resource,
+                        namespace.as_deref(),
+                        &r.name,
+                        body,
+                        &manager,
+                        &agent,
+                    )
+                    .await?;
+                    applied.requests += 1;
+                }
+                Write::MergePatch(p) => {
+                    let patch: Value = serde_json::from_str(p.patch.get())
+                        .map_err(|e| WriteError::Invalid(e.to_string()))?;
+                    let path = resource.object_path(ns_of(&p.target).as_deref(), &p.target.name);
+                    self.send(
+                        Method::PATCH,
+                        &path,
+                        &manager,
+                        &agent,
+                        &patch,
+                        "application/merge-patch+json",
+                    )
+                    .await?;
+                    applied.requests += 1;
+                }
+                Write::Delete(r) => {
+                    let namespace = ns_of(r);
+                    if self
+                        .delete(&resource, namespace.as_deref(), &r.name, None, &agent)
+                        .await?
+                    {
+                        applied.requests += 1;
+                    }
+                    applied.deleted.push(ObjectRef {
+                        namespace,
+                        ..r.clone()
+                    });
+                }
+            }
+        }
+
+        if outcome.prune_owned {
+            for (kind, child) in t.owned {
+                let r = ObjectRef {
+                    api_version: kind.api_version.clone(),
+                    kind: kind.kind.clone(),
+                    namespace: child.key().namespace.as_deref().map(str::to_owned),
+                    name: child.key().name.to_string(),
+                };
+                if child.is_deleting() || kept.contains(&r) {
+                    continue;
+                }
+                let resource = self.discovery.resolve(kind).await?;
+                if self
+                    .delete(
+                        &resource,
+                        r.namespace.as_deref(),
+                        &r.name,
+                        Some(child.uid()),
+                        &agent,
+                    )
+                    .await?
+                {
+                    applied.requests += 1;
+                }
+                applied.deleted.push(r);
+            }
+        }
+
+        for event in &outcome.events {
+            self.record(t, event).await;
+        }
+        Ok(applied)
+    }
+
+    /// Adds the plugin's finalizer to the primary object.
+    pub async fn add_finalizer(
+        &self,
+        manifest: &Manifest,
+        key: &ObjectRef,
+        object: &CachedObject,
+        finalizer: &str,
+    ) -> Result<(), WriteError> {
+        let mut list: Vec<&str> = object.finalizers().collect();
+        list.push(finalizer);
+        self.set_finalizers(manifest, key, object, list).await
+    }
+
+    /// Removes the plugin's finalizer from the primary object.
+    pub async fn remove_finalizer(
+        &self,
+        manifest: &Manifest,
+        key: &ObjectRef,
+        object: &CachedObject,
+        finalizer: &str,
+    ) -> Result<(), WriteError> {
+        let list: Vec<&str> = object.finalizers().filter(|f| *f != finalizer).collect();
+        self.set_finalizers(manifest, key, object, list).await
+    }
+
+    /// Sets the finalizer list, with the cached resourceVersion as a
+    /// precondition so nobody else's change is overwritten.
+    async fn set_finalizers(
+        &self,
+        manifest: &Manifest,
+        key: &ObjectRef,
+        object: &CachedObject,
+        finalizers: Vec<&str>,
+    ) -> Result<(), WriteError> {
+        let resource = self.discovery.resolve(&key.kind_ref()).await?;
+        let path = resource.object_path(key.namespace.as_deref(), &key.name);
+        let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": object.resource_version()}});
+        let agent = format!("windlass/{}", manifest.name);
+        let manager = format!("fieldManager=windlass-{}", manifest.name);
+        self.send(
+            Method::PATCH,
+            &path,
+            &manager,
+            &agent,
+            &patch,
+            "application/merge-patch+json",
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        manager: &str,
+        agent: &str,
+        body: &Value,
+        content_type: &str,
+    ) -> Result<Value, ApiError> {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let bytes = self
+            .client
+            .request(
+                method,
+                &format!("{path}{sep}{manager}"),
+                Some(content_type),
+                body.to_string().into_bytes(),
+                Some(agent),
+            )
+            .await?;
+        Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    async fn update_status(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        mut body: Value,
+        manager: &str,
+        agent: &str,
+    ) -> Result<(), WriteError> {
+        let path = resource.object_path(namespace, name);
+        if resource.has_status {
+            set_meta(
+                &mut body,
+                "namespace",
+                namespace.map(|n| Value::String(n.to_owned())),
+            );
+            self.send(
+                Method::PUT,
+                &format!("{path}/status"),
+                manager,
+                agent,
+                &body,
+                "application/json",
+            )
+            .await?;
+        } else {
+            // No status subresource: status is an ordinary field.
+            let mut patch = json!({"status": body.get("status").cloned().unwrap_or(Value::Null)});
+            if let Some(rv) = body.pointer("/metadata/resourceVersion") {
+                patch["metadata"] = json!({"resourceVersion": rv});
+            }
+            self.send(
+                Method::PATCH,
+                &path,
+                manager,
+                agent,
+                &patch,
+                "application/merge-patch+json",
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes one object (in the background); a 404 is success. Returns
+    /// whether the server still had it.
+    async fn delete(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        uid: Option<&str>,
+        agent: &str,
+    ) -> Result<bool, WriteError> {
+        let mut options =
+            json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
+        if let Some(uid) = uid {
+            options["preconditions"] = json!({"uid": uid});
+        }
+        let path = resource.object_path(namespace, name);
+        match self
+            .client
+            .request(
+                Method::DELETE,
+                &path,
+                Some("application/json"),
+                options.to_string().into_bytes(),
+                Some(agent),
+            )
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Records an event; failures are logged, never returned.
+    async fn record(&self, t: &Target<'_>, event: &Event) {
+        let regarding = event.regarding.clone().unwrap_or_else(|| t.key.clone());
+        let uid = (regarding == *t.key)
+            .then(|| t.primary.map(|p| p.uid().to_owned()))
+            .flatten();
+        let type_ = match event.type_ {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        };
+        let key = EventKey {
+            plugin: t.manifest.name.clone(),
+            regarding: regarding.clone(),
+            type_,
+            reason: event.reason.clone(),
+            message: event.message.clone(),
+        };
+        let namespace = regarding
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let agent = format!("windlass/{}", t.manifest.name);
+        let now = rfc3339(SystemTime::now());
+        let previous = self
+            .events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned();
+        if let Some((ns, name, count)) = previous {
+            let path = format!("/api/v1/namespaces/{ns}/events/{name}");
+            let patch = json!({"count": count + 1, "lastTimestamp": now});
+            match self
+                .client
+                .request(
+                    Method::PATCH,
+                    &path,
+                    Some("application/merge-patch+json"),
+                    patch.to_string().into_bytes(),
+                    Some(&agent),
+                )
+                .await
+            {
+                Ok(_) => {
+                    self.remember(key, ns, name, count + 1);
+                    return;
+                }
+                Err(e) if e.is_not_found() => {}
+                Err(e) => {
+                    tracing::warn!(plugin = %t.manifest.name, error = %e, "could not update event");
+                    return;
+                }
+            }
+        }
+        let mut involved = json!({"apiVersion": regarding.api_version, "kind": regarding.kind, "name": regarding.name});
+        if let Some(ns) = &regarding.namespace {
+            involved["namespace"] = json!(ns);
+        }
+        if let Some(uid) = uid {
+            involved["uid"] = json!(uid);
+        }
+        let component = format!("windlass/{}", t.manifest.name);
+        let body = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": format!("{}.", regarding.name), "namespace": namespace},
+            "involvedObject": involved,
+            "type": type_, "reason": event.reason, "message": event.message,
+            "source": {"component": component},
+            "reportingComponent": component, "reportingInstance": component,
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        });
+        let path = format!("/api/v1/namespaces/{namespace}/events");
+        match self
+            .client
+            .request(
+                Method::POST,
+                &path,
+                Some("application/json"),
+                body.to_string().into_bytes(),
+                Some(&agent),
+            )
+            .await
+        {
+            Ok(bytes) => {
+                let created: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                if let Some(name) = created.pointer("/metadata/name").and_then(Value::as_str) {
+                    self.remember(key, namespace, name.to_owned(), 1);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(plugin = %t.manifest.name, error = %e, "could not record event")
+            }
+        }
+    }
+
+    fn remember(&self, key: EventKey, namespace: String, name: String, count: u32) {
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        if events.len() >= MAX_REMEMBERED_EVENTS && !events.contains_key(&key) {
+            events.clear();
+        }
+        events.insert(key, (namespace, name, count));
+    }
+}
+
+/// The controller owner reference children of `key` get.
+fn owner_reference(kind: &KindRef, key: &ObjectRef, primary: &CachedObject) -> Value {
+    json!({
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
+        "name": key.name,
+        "uid": primary.uid(),
+        "controller": true,
+        "blockOwnerDeletion": true,
+    })
+}
+
+fn set_meta(object: &mut Value, field: &str, value: Option<Value>) {
+    let (Some(value), Some(obj)) = (value, object.as_object_mut()) else {
+        return;
+    };
+    let meta = obj
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(field.to_owned(), value);
+    }
+}
+
+/// Adds `owner` to the object's owner references unless one with its uid is
+/// there; never adds a second controller.
+fn add_owner(object: &mut Value, owner: &Value) {
+    let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let refs = meta
+        .entry("ownerReferences")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    let Some(refs) = refs.as_array_mut() else {
+        return;
+    };
+    let has_controller = refs.iter().any(|r| r["controller"] == json!(true));
+    if refs.iter().any(|r| r["uid"] == owner["uid"]) || has_controller {
+        return;
+    }
+    refs.push(owner.clone());
+}
+
+/// The merge patch that brings `live` to have every field of `desired`, or
+/// `None` when it already has them. The patch carries the live
+/// resourceVersion as a precondition, and keeps the live owner references
+/// (a merge patch replaces lists whole).
+fn converge_patch(
+    mut desired: Value,
+    live: &Value,
+    owner: Option<&Value>,
+    has_status: bool,
+) -> Option<Value> {
+    let obj = desired.as_object_mut()?;
+    if has_status {
+        // The main endpoint ignores status; `update-status` is for that.
+        obj.remove("status");
+    }
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        for server_owned in [
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "managedFields",
+            "selfLink",
+            "deletionTimestamp",
+        ] {
+            meta.remove(server_owned);
+        }
+        let mut refs = live
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let wanted: Vec<Value> = meta
+            .remove("ownerReferences")
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default()
+            .into_iter()
+            .chain(owner.cloned())
+            .collect();
+        let before = refs.len();
+        for r in wanted {
+            let dup = refs.iter().any(|l| l["uid"] == r["uid"]);
+            let second_controller = r["controller"] == json!(true)
+                && refs.iter().any(|l| l["controller"] == json!(true));
+            if !dup && !second_controller {
+                refs.push(r);
+            }
+        }
+        if refs.len() != before {
+            meta.insert("ownerReferences".into(), Value::Array(refs));
+        }
+    }
+    if is_subset(&desired, live) {
+        return None;
+    }
+    if let Some(rv) = live.pointer("/metadata/resourceVersion") {
+        set_meta(&mut desired, "resourceVersion", Some(rv.clone()));
+    }
+    Some(desired)
+}
+
+/// True when every field of `want` is in `have` with the same value; lists
+/// match element by element (so server-side defaults inside list items do
+/// not count as a difference).
+fn is_subset(want: &Value, have: &Value) -> bool {
+    match (want, have) {
+        (Value::Object(w), Value::Object(h)) => w.iter().all(|(k, v)| {
+            h.get(k).is_some_and(|hv| is_subset(v, hv)) || (v.is_null() && !h.contains_key(k))
+        }),
+        (Value::Array(w), Value::Array(h)) => {
+            w.len() == h.len() && w.iter().zip(h).all(|(a, b)| is_subset(a, b))
+        }
+        (w, h) => w == h,
+    }
+}
+
+/// `SystemTime` as an RFC 3339 UTC timestamp with second precision.
+pub(crate) fn rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn subset_ignores_server_defaults_in_list_items() {
+        let want = json!({"spec": {"containers": [{"name": "web", "image": "nginx"}]}});
+        let have = json!({"spec": {"containers": [{"name": "web", "image": "nginx", "terminationMessagePath": "/dev/termination-log"}], "dnsPolicy": "ClusterFirst"}});
+        assert!(is_subset(&want, &have));
+        let changed = json!({"spec": {"containers": [{"name": "web", "image": "nginx:2"}]}});
+        assert!(!is_subset(&changed, &have));
+        let more = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}]}});
+        assert!(!is_subset(&more, &have));
+        assert!(is_subset(&json!({"x": null}), &json!({})));
+    }
+
+    #[test]
+    fn a_converged_apply_sends_nothing() {
+        let live = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d", "resourceVersion": "9", "uid": "u",
+            "ownerReferences": [{"uid": "rs1", "controller": true}]}, "spec": {"x": 1}, "status": {"phase": "Running"}});
+        let identity =
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"}});
+        let owner = json!({"uid": "rs1", "controller": true});
+        assert_eq!(converge_patch(identity, &live, Some(&owner), true), None);
+    }
+
+    #[test]
+    fn a_drifted_apply_patches_with_the_live_version_and_keeps_owners() {
+        let live = json!({"metadata": {"name": "p", "resourceVersion": "9", "ownerReferences": [{"uid": "other", "controller": false}]}, "spec": {"x": 1}});
+        let desired = json!({"metadata": {"name": "p", "resourceVersion": "1"}, "spec": {"x": 2}, "status": {"y": 1}});
+        let owner = json!({"uid": "rs1", "controller": true});
+        let patch = converge_patch(desired, &live, Some(&owner), true).unwrap();
+        assert_eq!(patch["metadata"]["resourceVersion"], "9");
+        assert_eq!(patch["spec"]["x"], 2);
+        assert!(
+            patch.get("status").is_none(),
+            "status goes through update-status"
+        );
+        let refs = patch["metadata"]["ownerReferences"].as_array().unwrap();
+        assert_eq!(
+            refs.len(),
+            2,
+            "the live reference is kept and ours added: {refs:?}"
+        );
+    }
+
+    #[test]
+    fn never_a_second_controller() {
+        let mut obj = json!({"metadata": {"ownerReferences": [{"uid": "a", "controller": true}]}});
+        add_owner(&mut obj, &json!({"uid": "b", "controller": true}));
+        assert_eq!(
+            obj["metadata"]["ownerReferences"].as_array().unwrap().len(),
+            1
+        );
+        let mut obj = json!({"metadata": {}});
+        add_owner(&mut obj, &json!({"uid": "b", "controller": true}));
+        assert_eq!(obj["metadata"]["ownerReferences"][0]["uid"], "b");
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339() {
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        assert_eq!(rfc3339(t), "2026-11-18T11:06:40Z");
+        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
+    }
+}
