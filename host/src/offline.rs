@@ -10,10 +10,13 @@ use windlass_selector::LabelSelector;
 use crate::contract::{KindRef, ObjectRef};
 use crate::runtime::CacheReader;
 
+/// Kind, namespace and name.
+type Key = (KindRef, Option<String>, String);
+
 /// Objects keyed by kind, namespace and name; read-only once built.
 #[derive(Debug, Default, Clone)]
 pub struct StaticCache {
-    objects: BTreeMap<(KindRef, Option<String>, String), (Value, Arc<str>)>,
+    objects: BTreeMap<Key, (Value, Arc<str>)>,
 }
 
 impl StaticCache {

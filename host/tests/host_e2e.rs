@@ -1,0 +1,275 @@
+//! The host against the embedded API server with the real replicaset plugin:
+//! children appear, scaling converges to the last value, deletion collects
+//! children, and a 409 storm converges.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use http::Method;
+use serde_json::{Value, json};
+use windlass::client::ApiClient;
+use windlass::host::{Host, HostConfig};
+use windlass::runtime::RuntimeConfig;
+
+struct Env {
+    server: windlass_apiserver::RunningServer,
+    client: ApiClient,
+    host: Host,
+}
+
+async fn env() -> Env {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
+        .await
+        .expect("API server");
+    let client = ApiClient::from_kubeconfig_yaml(&server.kubeconfig())
+        .await
+        .unwrap();
+    let host = Host::new(
+        client.clone(),
+        HostConfig {
+            runtime: RuntimeConfig {
+                artifact_dir: None,
+                ..RuntimeConfig::default()
+            },
+            ..HostConfig::default()
+        },
+    )
+    .unwrap();
+    host.load_file(&common::plugin("replicaset"))
+        .await
+        .expect("replicaset loads");
+    Env {
+        server,
+        client,
+        host,
+    }
+}
+
+const RS: &str = "/apis/apps/v1/namespaces/default/replicasets";
+
+async fn send(
+    client: &ApiClient,
+    method: Method,
+    path: &str,
+    ct: &str,
+    body: Value,
+) -> Result<Value, String> {
+    client
+        .request(method, path, Some(ct), body.to_string().into_bytes(), None)
+        .await
+        .map(|b| serde_json::from_slice(&b).unwrap_or(Value::Null))
+        .map_err(|e| e.to_string())
+}
+
+async fn get(client: &ApiClient, path: &str) -> Value {
+    serde_json::from_slice(&client.get(path).await.expect(path)).unwrap()
+}
+
+async fn create_rs(client: &ApiClient, name: &str, replicas: u32) -> Value {
+    let mut rs = common::replicaset(name, replicas);
+    let meta = rs["metadata"].as_object_mut().unwrap();
+    for server_owned in ["uid", "resourceVersion", "generation"] {
+        meta.remove(server_owned);
+    }
+    send(client, Method::POST, RS, "application/json", rs)
+        .await
+        .expect("create rs")
+}
+
+async fn scale(client: &ApiClient, name: &str, replicas: u32) {
+    send(
+        client,
+        Method::PATCH,
+        &format!("{RS}/{name}"),
+        "application/merge-patch+json",
+        json!({"spec": {"replicas": replicas}}),
+    )
+    .await
+    .expect("scale");
+}
+
+/// Live (not terminating) pods controlled by the ReplicaSet with `uid`.
+async fn live_pods(client: &ApiClient, uid: &str) -> Vec<Value> {
+    let list = get(client, "/api/v1/namespaces/default/pods").await;
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .filter(|p| {
+            p["metadata"]["ownerReferences"]
+                .as_array()
+                .is_some_and(|refs| {
+                    refs.iter()
+                        .any(|r| r["uid"] == uid && r["controller"] == true)
+                })
+        })
+        .cloned()
+        .collect()
+}
+
+/// Polls `check` until it holds, or fails with what it last saw.
+async fn eventually<F, Fut>(what: &str, timeout: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        match check().await {
+            Ok(()) => return,
+            Err(last) if Instant::now() > deadline => {
+                panic!("{what}: not reached within {timeout:?}; last: {last}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+async fn expect_pods(client: &ApiClient, uid: &str, want: usize) {
+    eventually(&format!("{want} pods"), Duration::from_secs(30), || async {
+        let n = live_pods(client, uid).await.len();
+        if n == want {
+            Ok(())
+        } else {
+            Err(format!("{n} pods"))
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replicaset_gets_its_pods_and_status() {
+    let env = env().await;
+    let rs = create_rs(&env.client, "web", 3).await;
+    let uid = rs["metadata"]["uid"].as_str().unwrap().to_owned();
+    expect_pods(&env.client, &uid, 3).await;
+    for pod in live_pods(&env.client, &uid).await {
+        let owner = &pod["metadata"]["ownerReferences"][0];
+        assert_eq!(
+            (owner["kind"].as_str(), owner["name"].as_str()),
+            (Some("ReplicaSet"), Some("web"))
+        );
+        assert_eq!(owner["blockOwnerDeletion"], true);
+        assert_eq!(pod["metadata"]["labels"]["app"], "web");
+        assert!(
+            pod["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("web-")
+        );
+    }
+    eventually("status", Duration::from_secs(30), || async {
+        let rs = get(&env.client, &format!("{RS}/web")).await;
+        let s = &rs["status"];
+        if s["replicas"] == 3 && s["observedGeneration"] == rs["metadata"]["generation"] {
+            Ok(())
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+    // Stays at 3: no duplicate creates from a stale cache.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(live_pods(&env.client, &uid).await.len(), 3);
+    let events = get(&env.client, "/api/v1/namespaces/default/events").await;
+    assert!(
+        events["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["reason"] == "SuccessfulCreate"),
+        "{events}"
+    );
+    env.host.shutdown().await;
+    env.server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaling_back_to_back_ends_at_the_last_value_and_delete_collects() {
+    let env = env().await;
+    let rs = create_rs(&env.client, "burst", 1).await;
+    let uid = rs["metadata"]["uid"].as_str().unwrap().to_owned();
+    expect_pods(&env.client, &uid, 1).await;
+    scale(&env.client, "burst", 5).await;
+    scale(&env.client, "burst", 2).await;
+    expect_pods(&env.client, &uid, 2).await;
+    // And it stays there.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(live_pods(&env.client, &uid).await.len(), 2);
+
+    send(
+        &env.client,
+        Method::DELETE,
+        &format!("{RS}/burst"),
+        "application/json",
+        json!({}),
+    )
+    .await
+    .expect("delete rs");
+    expect_pods(&env.client, &uid, 0).await;
+    env.host.shutdown().await;
+    env.server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_storm_converges() {
+    let env = env().await;
+    let rs = create_rs(&env.client, "storm", 2).await;
+    let uid = rs["metadata"]["uid"].as_str().unwrap().to_owned();
+    // Another writer keeps changing the ReplicaSet (and so its
+    // resourceVersion) while the plugin writes status and scales.
+    let racer = {
+        let client = env.client.clone();
+        tokio::spawn(async move {
+            for i in 0..200 {
+                let _ = send(
+                    &client,
+                    Method::PATCH,
+                    &format!("{RS}/storm"),
+                    "application/merge-patch+json",
+                    json!({"metadata": {"annotations": {"racer": i.to_string()}}}),
+                )
+                .await;
+                if i % 40 == 0 {
+                    let _ = send(
+                        &client,
+                        Method::PATCH,
+                        &format!("{RS}/storm"),
+                        "application/merge-patch+json",
+                        json!({"spec": {"replicas": 2 + (i / 40) % 3}}),
+                    )
+                    .await;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    racer.await.unwrap();
+    scale(&env.client, "storm", 4).await;
+    expect_pods(&env.client, &uid, 4).await;
+    eventually(
+        "status after the storm",
+        Duration::from_secs(30),
+        || async {
+            let rs = get(&env.client, &format!("{RS}/storm")).await;
+            if rs["status"]["replicas"] == 4
+                && rs["status"]["observedGeneration"] == rs["metadata"]["generation"]
+            {
+                Ok(())
+            } else {
+                Err(rs["status"].to_string())
+            }
+        },
+    )
+    .await;
+    let status = env.host.status().await;
+    assert_eq!(status.len(), 1);
+    assert!(
+        status[0].synced && status[0].reconciles_total > 0,
+        "{status:?}"
+    );
+    env.host.shutdown().await;
+    env.server.shutdown().await;
+}
