@@ -47,6 +47,28 @@ pub struct ControllerStats {
     pub busy_micros: AtomicU64,
 }
 
+/// A copy of [`ControllerStats`] at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    pub reconciles: u64,
+    pub failures: u64,
+    pub conflicts: u64,
+    pub writes: u64,
+    pub busy_micros: u64,
+}
+
+impl ControllerStats {
+    pub fn snapshot(&self) -> StatsSnapshot {
+        StatsSnapshot {
+            reconciles: self.reconciles.load(Ordering::Relaxed),
+            failures: self.failures.load(Ordering::Relaxed),
+            conflicts: self.conflicts.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            busy_micros: self.busy_micros.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// Writes of one reconcile the cache has yet to show.
 struct Expectation {
     creates: Vec<ObjectRef>,

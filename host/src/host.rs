@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::client::ApiClient;
-use crate::controller::Controller;
+use crate::controller::{Controller, StatsSnapshot};
 use crate::discovery::Discovery;
 use crate::informer::InformerConfig;
 use crate::informers::Informers;
@@ -213,9 +213,28 @@ impl Host {
             .all(|(_, c)| c.is_synced())
     }
 
+    /// Counters and queue depth (ready, delayed, in flight) of every
+    /// running controller, with its plugin name and file.
+    pub async fn controller_stats(
+        &self,
+    ) -> Vec<(String, String, StatsSnapshot, (usize, usize, usize))> {
+        self.controllers
+            .lock()
+            .await
+            .iter()
+            .map(|(name, (path, c))| {
+                (
+                    name.clone(),
+                    path.display().to_string(),
+                    c.stats().snapshot(),
+                    c.queue_depth(),
+                )
+            })
+            .collect()
+    }
+
     /// One row per plugin file, loaded or failed.
     pub async fn status(&self) -> Vec<PluginStatus> {
-        use std::sync::atomic::Ordering::Relaxed;
         let mut rows: Vec<PluginStatus> = Vec::new();
         for (path, controller) in self.controllers.lock().await.values() {
             let plugin = controller.plugin();
@@ -231,8 +250,8 @@ impl Host {
                 queue_ready: ready,
                 queue_delayed: delayed,
                 in_flight,
-                reconciles_total: controller.stats().reconciles.load(Relaxed),
-                failures_total: controller.stats().failures.load(Relaxed),
+                reconciles_total: controller.stats().snapshot().reconciles,
+                failures_total: controller.stats().snapshot().failures,
                 error: None,
             });
         }

@@ -1,6 +1,7 @@
 //! windlass: a Kubernetes controller host that runs reconcilers as sandboxed
 //! WebAssembly components.
 //!
+//! - [`admin`]: `/healthz`, `/readyz`, `/plugins` and `/metrics`.
 //! - [`cache`]: an informer's objects as raw JSON text, indexed.
 //! - [`client`]: requests to the Kubernetes API, with typed errors.
 //! - [`contract`]: the plugin contract as plain host data.
@@ -16,6 +17,7 @@
 //! - [`shutdown`]: the one Ctrl-C / SIGTERM signal.
 //! - [`writer`]: carries out outcomes against the API server.
 
+pub mod admin;
 pub mod cache;
 pub mod client;
 pub mod contract;

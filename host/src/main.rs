@@ -30,6 +30,12 @@ enum Command {
     Apiserver(ApiserverArgs),
     /// Run the host: load the plugins and reconcile against an API server.
     Run(RunArgs),
+    /// List the plugins a running host has loaded (from its admin endpoint).
+    Plugins {
+        /// The host's --admin address.
+        #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR")]
+        admin: std::net::SocketAddr,
+    },
 }
 
 #[derive(Args)]
@@ -57,6 +63,9 @@ struct RunArgs {
     /// With --embedded: write a kubeconfig for it here, for kubectl.
     #[arg(long, value_name = "FILE", requires = "embedded")]
     write_kubeconfig: Option<PathBuf>,
+    /// Serve /metrics, /healthz, /readyz and /plugins here.
+    #[arg(long, value_name = "ADDR")]
+    admin: Option<std::net::SocketAddr>,
     /// Seconds in-flight reconciles get to finish at shutdown.
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     grace: u64,
@@ -173,6 +182,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             runtime.block_on(run_host(args))?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Plugins { admin } => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            let body = runtime.block_on(http_get(admin, "/plugins"))?;
+            let rows: Vec<serde_json::Value> = serde_json::from_str(&body)
+                .with_context(|| format!("{admin} did not answer /plugins with JSON"))?;
+            print!("{}", plugins_table(&rows));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Apiserver(args) => {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(serve_apiserver(args))?;
@@ -261,14 +278,24 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
             .await
             .context("no usable kubeconfig (use --kubeconfig FILE, KUBECONFIG, or --embedded)")?
     };
-    let host = windlass::host::Host::new(
+    let host = std::sync::Arc::new(windlass::host::Host::new(
         client,
         windlass::host::HostConfig {
             runtime: args.limits.runtime_config(),
             grace: Duration::from_secs(args.grace),
             ..Default::default()
         },
-    )?;
+    )?);
+    let _admin = match args.admin {
+        Some(addr) => {
+            let (bound, task) = windlass::admin::serve(addr, host.clone())
+                .await
+                .with_context(|| format!("cannot serve the admin endpoint on {addr}"))?;
+            tracing::info!(addr = %bound, "admin endpoint: /metrics /healthz /readyz /plugins");
+            Some(task)
+        }
+        None => None,
+    };
     let loaded = host.load_dir(&args.plugins).await;
     tracing::info!(dir = %args.plugins.display(), loaded, "plugins loaded");
     windlass::shutdown::signal().await;
@@ -296,6 +323,85 @@ async fn serve_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
     tracing::info!("shutting down");
     server.shutdown().await;
     Ok(())
+}
+
+/// A plain HTTP GET of a local admin endpoint.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> anyhow::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .with_context(|| {
+            format!(
+                "no windlass admin endpoint at {addr} (start it with `windlass run --admin {addr}`)"
+            )
+        })?;
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await?;
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .context("malformed HTTP response")?;
+    if !head.starts_with("HTTP/1.1 200") {
+        bail!("{addr}{path}: {}", head.lines().next().unwrap_or_default());
+    }
+    Ok(body.to_owned())
+}
+
+/// The rows of `/plugins` as an aligned table.
+fn plugins_table(rows: &[serde_json::Value]) -> String {
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => "-".to_owned(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut table = vec![vec![
+        "NAME".to_owned(),
+        "VERSION".into(),
+        "RECONCILES".into(),
+        "SYNCED".into(),
+        "QUEUE".into(),
+        "RUNS".into(),
+        "ERRORS".into(),
+        "FILE".into(),
+        "PROBLEM".into(),
+    ]];
+    for r in rows {
+        table.push(vec![
+            text(&r["name"]),
+            text(&r["version"]),
+            text(&r["reconciles"]),
+            text(&r["synced"]),
+            text(&r["queueReady"]),
+            text(&r["reconcilesTotal"]),
+            text(&r["failuresTotal"]),
+            text(&r["file"]),
+            text(&r["error"]),
+        ]);
+    }
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|c| {
+            table
+                .iter()
+                .map(|row| row[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in &table {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 fn single_object(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {

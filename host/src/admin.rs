@@ -1,0 +1,219 @@
+//! The admin endpoint: `/healthz`, `/readyz` (every informer synced),
+//! `/plugins` (JSON) and `/metrics` (Prometheus text).
+//!
+//! Metrics are read from the host's counters at scrape time into a fresh
+//! registry, so nothing is kept twice.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+
+use crate::host::Host;
+
+type Labels = Vec<(String, String)>;
+
+/// Serves the admin endpoint until the task is dropped; returns the bound
+/// address once listening.
+pub async fn serve(
+    addr: SocketAddr,
+    host: Arc<Host>,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let host = host.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req| handle(host.clone(), req));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok((bound, task))
+}
+
+fn reply(code: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(code)
+        .header(http::header::CONTENT_TYPE, content_type)
+        .body(Full::new(Bytes::from(body)))
+        .expect("static response parts are valid")
+}
+
+async fn handle(
+    host: Arc<Host>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let text = "text/plain; charset=utf-8";
+    Ok(match req.uri().path() {
+        "/healthz" | "/livez" => reply(StatusCode::OK, text, "ok\n".into()),
+        "/readyz" => {
+            if host.is_ready().await {
+                reply(StatusCode::OK, text, "ok\n".into())
+            } else {
+                reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    text,
+                    "informers have not synced yet\n".into(),
+                )
+            }
+        }
+        "/plugins" => {
+            let body = serde_json::to_string_pretty(&host.status().await).unwrap_or_default();
+            reply(StatusCode::OK, "application/json", body)
+        }
+        "/metrics" => reply(
+            StatusCode::OK,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            metrics(&host).await,
+        ),
+        _ => reply(
+            StatusCode::NOT_FOUND,
+            text,
+            "not found: try /healthz, /readyz, /plugins or /metrics\n".into(),
+        ),
+    })
+}
+
+fn counter(registry: &mut Registry, name: &str, help: &str) -> Family<Labels, Counter> {
+    let family = Family::<Labels, Counter>::default();
+    registry.register(name, help, family.clone());
+    family
+}
+
+fn gauge(registry: &mut Registry, name: &str, help: &str) -> Family<Labels, Gauge> {
+    let family = Family::<Labels, Gauge>::default();
+    registry.register(name, help, family.clone());
+    family
+}
+
+/// The Prometheus text of the host's current counters.
+pub async fn metrics(host: &Host) -> String {
+    let mut r = Registry::default();
+    let reconciles = counter(&mut r, "windlass_reconciles", "Reconciles run, by plugin");
+    let failures = counter(
+        &mut r,
+        "windlass_reconcile_errors",
+        "Reconciles that failed, by plugin",
+    );
+    let conflicts = counter(
+        &mut r,
+        "windlass_reconcile_conflicts",
+        "Reconciles that met a 409/404 and ran again",
+    );
+    let writes = counter(
+        &mut r,
+        "windlass_writes",
+        "API requests made by the writer, by plugin",
+    );
+    let busy = counter(
+        &mut r,
+        "windlass_reconcile_microseconds",
+        "Time spent reconciling, by plugin",
+    );
+    let queue = gauge(
+        &mut r,
+        "windlass_queue_depth",
+        "Keys in a plugin's queue, by state",
+    );
+    let loaded = gauge(
+        &mut r,
+        "windlass_plugin_loaded",
+        "1 when a plugin file is loaded, 0 when it failed",
+    );
+    for (name, path, stats, depth) in host.controller_stats().await {
+        let l = vec![("plugin".to_owned(), name.clone())];
+        reconciles.get_or_create(&l).inc_by(stats.reconciles);
+        failures.get_or_create(&l).inc_by(stats.failures);
+        conflicts.get_or_create(&l).inc_by(stats.conflicts);
+        writes.get_or_create(&l).inc_by(stats.writes);
+        busy.get_or_create(&l).inc_by(stats.busy_micros);
+        for (state, n) in [
+            ("ready", depth.0),
+            ("delayed", depth.1),
+            ("in_flight", depth.2),
+        ] {
+            queue
+                .get_or_create(&vec![
+                    ("plugin".to_owned(), name.clone()),
+                    ("state".to_owned(), state.to_owned()),
+                ])
+                .set(n as i64);
+        }
+        loaded
+            .get_or_create(&vec![("file".to_owned(), path)])
+            .set(1);
+    }
+    for row in host.status().await.into_iter().filter(|r| r.name.is_none()) {
+        loaded
+            .get_or_create(&vec![("file".to_owned(), row.file)])
+            .set(0);
+    }
+
+    let lists = counter(&mut r, "windlass_informer_lists", "Full lists, by informer");
+    let relists = counter(
+        &mut r,
+        "windlass_informer_relists",
+        "Lists after the first (410 Gone or errors), by informer",
+    );
+    let restarts = counter(
+        &mut r,
+        "windlass_informer_watch_restarts",
+        "Watch connections ended and resumed, by informer",
+    );
+    let events = counter(
+        &mut r,
+        "windlass_informer_events",
+        "Watch events applied, by informer",
+    );
+    let errors = counter(
+        &mut r,
+        "windlass_informer_errors",
+        "List and watch failures, by informer",
+    );
+    let objects = gauge(
+        &mut r,
+        "windlass_cache_objects",
+        "Objects cached, by informer",
+    );
+    let bytes = gauge(
+        &mut r,
+        "windlass_cache_bytes",
+        "Bytes cached (JSON text and headers), by informer",
+    );
+    for informer in host.informers().all() {
+        let l = vec![("informer".to_owned(), informer.spec().to_string())];
+        let s = informer.stats();
+        lists.get_or_create(&l).inc_by(s.lists.load(Relaxed));
+        relists.get_or_create(&l).inc_by(s.relists.load(Relaxed));
+        restarts
+            .get_or_create(&l)
+            .inc_by(s.watch_restarts.load(Relaxed));
+        events.get_or_create(&l).inc_by(s.events.load(Relaxed));
+        errors.get_or_create(&l).inc_by(s.errors.load(Relaxed));
+        let (n, b) = informer.cache().read(|s| (s.len(), s.bytes()));
+        objects.get_or_create(&l).set(n as i64);
+        bytes.get_or_create(&l).set(b as i64);
+    }
+    let mut out = String::new();
+    let _ = prometheus_client::encoding::text::encode(&mut out, &r);
+    out
+}

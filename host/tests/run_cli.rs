@@ -1,0 +1,208 @@
+//! The real `windlass run --embedded` binary with the real `kubectl`: a
+//! ReplicaSet applied with kubectl gets its pods, the admin endpoint reports
+//! readiness, plugins (a broken one included) and metrics, and SIGTERM
+//! stops the host cleanly.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let code = response.get(9..12)?.parse().ok()?;
+    let body = response.split_once("\r\n\r\n")?.1.to_owned();
+    Some((code, body))
+}
+
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .expect("kubectl is installed")
+}
+
+fn wait_for(what: &str, timeout: Duration, mut check: impl FnMut() -> Result<(), String>) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match check() {
+            Ok(()) => return,
+            Err(last) if Instant::now() > deadline => {
+                panic!("{what}: not within {timeout:?}; last: {last}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+#[test]
+fn windlass_run_reconciles_what_kubectl_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::copy(
+        common::plugin("replicaset"),
+        plugins.join("replicaset.wasm"),
+    )
+    .unwrap();
+    std::fs::write(plugins.join("broken.wasm"), "not a component").unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let admin = free_port();
+
+    let child = Command::new(env!("CARGO_BIN_EXE_windlass"))
+        .args([
+            "run",
+            "--embedded",
+            "--listen",
+            "127.0.0.1:0",
+            "--write-kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .arg("--plugins")
+        .arg(&plugins)
+        .args(["--admin", &format!("127.0.0.1:{admin}")])
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start windlass");
+    let mut running = Running(child);
+
+    wait_for("readiness", Duration::from_secs(60), || {
+        match http_get(admin, "/readyz") {
+            Some((200, _)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+    assert!(kubeconfig.is_file());
+
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/replicaset.yaml");
+    let out = kubectl(&kubeconfig, &["apply", "-f", manifest.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    wait_for("3 pods", Duration::from_secs(30), || {
+        let out = kubectl(&kubeconfig, &["get", "pods", "-l", "app=web", "-o", "json"]);
+        let list: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+        let n = list["items"].as_array().map_or(0, Vec::len);
+        if n == 3 {
+            Ok(())
+        } else {
+            Err(format!("{n} pods"))
+        }
+    });
+    wait_for("status.replicas", Duration::from_secs(30), || {
+        let out = kubectl(
+            &kubeconfig,
+            &["get", "rs", "web", "-o", "jsonpath={.status.replicas}"],
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if text == "3" { Ok(()) } else { Err(text) }
+    });
+
+    let (code, body) = http_get(admin, "/plugins").expect("/plugins");
+    assert_eq!(code, 200);
+    let rows: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r["name"] == "replicaset" && r["synced"] == true),
+        "{body}"
+    );
+    let broken = rows
+        .iter()
+        .find(|r| r["file"].as_str().unwrap().ends_with("broken.wasm"))
+        .expect("broken listed");
+    assert!(
+        broken["error"]
+            .as_str()
+            .unwrap()
+            .contains("not a WebAssembly file"),
+        "{broken}"
+    );
+
+    let (code, metrics) = http_get(admin, "/metrics").expect("/metrics");
+    assert_eq!(code, 200);
+    assert!(
+        metrics.contains("windlass_reconciles_total{plugin=\"replicaset\"}"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("windlass_cache_objects{informer=\"pods\"} 3"),
+        "{metrics}"
+    );
+
+    let table = Command::new(env!("CARGO_BIN_EXE_windlass"))
+        .args(["plugins", "--admin", &format!("127.0.0.1:{admin}")])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.starts_with("NAME") && table.contains("replicaset"),
+        "{table}"
+    );
+
+    // SIGTERM: in-flight work finishes, the process exits 0.
+    let pid = running.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = running.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "windlass did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    running
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "exit {status}; log:\n{stderr}");
+    assert!(stderr.contains("shutting down"), "{stderr}");
+}
