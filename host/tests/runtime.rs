@@ -195,7 +195,7 @@ fn undeclared_writes_and_reads_are_refused() {
 #[test]
 fn other_plugins_keep_working_after_and_during_misbehaviour() {
     let rt = Runtime::new(RuntimeConfig {
-        call_timeout: Duration::from_millis(500),
+        call_timeout: Duration::from_secs(3),
         artifact_dir: None,
         ..RuntimeConfig::default()
     })
@@ -215,9 +215,11 @@ fn other_plugins_keep_working_after_and_during_misbehaviour() {
             .count(),
         2
     );
+    // Blocked behind the spinner would mean waiting out its 3 s deadline.
     assert!(
-        started.elapsed() < Duration::from_millis(400),
-        "blocked behind the spinning plugin"
+        started.elapsed() < Duration::from_millis(1500),
+        "blocked behind the spinning plugin: {:?}",
+        started.elapsed()
     );
     assert!(matches!(
         spinning.join().unwrap(),
