@@ -29,9 +29,11 @@ mod store;
 mod subresource;
 mod table;
 mod time;
+mod tls;
 mod validate;
 mod watch;
 mod write;
 
 pub use server::{Config, Error, RunningServer, start};
 pub use storage::StorageError;
+pub use tls::TlsError;

@@ -1,5 +1,6 @@
 //! The public face: configuration, `start`, the running server handle and
-//! its shutdown; plus the accept loop and the GC task.
+//! its shutdown; plus the accept loop (plain HTTP on loopback, HTTPS
+//! otherwise) and the GC task.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -9,12 +10,15 @@ use std::time::Duration;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::Watcher;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 use crate::storage::{Storage, StorageError};
 use crate::store::State;
+use crate::tls::TlsError;
 
 /// How to run the server. Defaults: listen on `127.0.0.1:0`, in memory, no token.
 #[derive(Debug, Clone)]
@@ -64,7 +68,8 @@ impl Config {
     }
 
     /// The bearer token clients must send. Required (and generated when
-    /// `None`) when listening on a non-loopback address.
+    /// `None`) when listening on a non-loopback address, which is then
+    /// served over HTTPS (see [`RunningServer::ca_certificate`]).
     pub fn token(mut self, token: Option<String>) -> Self {
         self.token = token;
         self
@@ -99,6 +104,8 @@ pub enum Error {
     },
     #[error(transparent)]
     Storage(#[from] StorageError),
+    #[error(transparent)]
+    Tls(#[from] TlsError),
 }
 
 /// State shared by every request and task.
@@ -122,6 +129,8 @@ impl Shared {
 pub struct RunningServer {
     addr: SocketAddr,
     token: Option<String>,
+    /// PEM of the CA when serving HTTPS.
+    ca_pem: Option<String>,
     shared: Arc<Shared>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
@@ -167,6 +176,17 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         }
         None => Storage::in_memory(),
     };
+    // A token is required beyond loopback, and kubectl sends tokens only over TLS.
+    let tls = if config.listen.ip().is_loopback() {
+        None
+    } else {
+        let (listen, dir) = (config.listen, config.data_dir.clone());
+        Some(
+            tokio::task::spawn_blocking(move || crate::tls::setup(listen, dir.as_deref()))
+                .await
+                .expect("TLS setup task panicked")?,
+        )
+    };
     let mut state = State::new(
         storage,
         loaded.start_rv,
@@ -186,11 +206,16 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
     });
     let gc_task = tokio::spawn(gc_loop(shared.clone()));
     shared.gc.notify_one();
-    let accept = tokio::spawn(accept_loop(listener, shared.clone()));
-    tracing::info!(%addr, durable = config.data_dir.is_some(), "apiserver listening");
+    let (acceptor, ca_pem) = match tls {
+        Some(t) => (Some(t.acceptor), Some(t.ca_pem)),
+        None => (None, None),
+    };
+    let accept = tokio::spawn(accept_loop(listener, acceptor, shared.clone()));
+    tracing::info!(%addr, durable = config.data_dir.is_some(), tls = ca_pem.is_some(), "apiserver listening");
     Ok(RunningServer {
         addr,
         token,
+        ca_pem,
         shared,
         stop,
         tasks: vec![accept, gc_task],
@@ -205,30 +230,57 @@ fn client_addr(addr: SocketAddr) -> SocketAddr {
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+/// How long a client may take to complete the TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shared: Arc<Shared>,
+) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = shared.shutdown.clone();
     loop {
         tokio::select! {
             conn = listener.accept() => {
-                let Ok((stream, _)) = conn else { continue };
+                let Ok((stream, peer)) = conn else { continue };
                 let _ = stream.set_nodelay(true);
                 let shared = shared.clone();
-                let svc = service_fn(move |req| {
-                    let shared = shared.clone();
-                    async move { Ok::<_, std::convert::Infallible>(crate::api::handle(shared, req).await) }
-                });
-                let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    let _ = conn.await;
-                });
+                let watcher = graceful.watcher();
+                match &tls {
+                    None => {
+                        tokio::spawn(serve(stream, shared, watcher));
+                    }
+                    Some(acceptor) => {
+                        let handshake = acceptor.accept(stream);
+                        tokio::spawn(async move {
+                            match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, handshake).await {
+                                Ok(Ok(stream)) => serve(stream, shared, watcher).await,
+                                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                            }
+                        });
+                    }
+                }
             }
             _ = shutdown.changed() => break,
         }
     }
     drop(listener);
     let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
+}
+
+/// Serves HTTP/1.1 on one connection until it closes or the server shuts down.
+async fn serve<S>(stream: S, shared: Arc<Shared>, watcher: Watcher)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = service_fn(move |req| {
+        let shared = shared.clone();
+        async move { Ok::<_, std::convert::Infallible>(crate::api::handle(shared, req).await) }
+    });
+    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+    let _ = watcher.watch(conn).await;
 }
 
 async fn gc_loop(shared: Arc<Shared>) {
@@ -253,9 +305,22 @@ impl RunningServer {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT` (loopback when bound to an unspecified address).
+    /// `http://127.0.0.1:PORT` on loopback; `https://ADDR:PORT` otherwise
+    /// (`https://127.0.0.1:PORT` when bound to an unspecified address).
     pub fn url(&self) -> String {
-        format!("http://{}", client_addr(self.addr))
+        let scheme = if self.ca_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", client_addr(self.addr))
+    }
+
+    /// The PEM certificate of the CA that signed the server's certificate,
+    /// when serving HTTPS (listening beyond loopback). Persisted in the data
+    /// directory (`ca.crt`, `ca.key`), so restarts keep the same CA.
+    pub fn ca_certificate(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
     }
 
     /// The bearer token clients must send, if any.
@@ -263,14 +328,23 @@ impl RunningServer {
         self.token.as_deref()
     }
 
-    /// A kubeconfig for this server, with the token when one is required.
+    /// A kubeconfig for this server, with the token when one is required
+    /// and the CA (`certificate-authority-data`) when serving HTTPS.
     pub fn kubeconfig(&self) -> String {
+        use base64::Engine as _;
         let user = match &self.token {
             Some(t) => format!("\n    token: {t}"),
             None => " {}".to_owned(),
         };
+        let ca = match &self.ca_pem {
+            Some(pem) => format!(
+                "\n    certificate-authority-data: {}",
+                base64::engine::general_purpose::STANDARD.encode(pem)
+            ),
+            None => String::new(),
+        };
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: windlass\n  cluster:\n    server: {}\ncontexts:\n- name: windlass\n  context:\n    cluster: windlass\n    user: windlass\n    namespace: default\ncurrent-context: windlass\nusers:\n- name: windlass\n  user:{user}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: windlass\n  cluster:\n    server: {}{ca}\ncontexts:\n- name: windlass\n  context:\n    cluster: windlass\n    user: windlass\n    namespace: default\ncurrent-context: windlass\nusers:\n- name: windlass\n  user:{user}\n",
             self.url()
         )
     }
