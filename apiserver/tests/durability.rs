@@ -103,8 +103,13 @@ async fn acknowledged_writes_survive_kill_9() {
                 })
             })
             .collect();
-        tokio::time::sleep(Duration::from_millis(700)).await;
-        child.kill().unwrap(); // SIGKILL
+        // Kill once a good number of writes are acknowledged (not after a
+        // fixed time: a loaded machine may be slow to get going).
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while acked.lock().unwrap().len() < 200 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        child.kill().unwrap(); // SIGKILL, mid-write
         child.wait().unwrap();
         for w in writers {
             // Writers fail once the process is gone.

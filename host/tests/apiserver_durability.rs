@@ -160,7 +160,12 @@ fn acknowledged_writes_survive_kill_9_and_revisions_increase() {
                 })
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(800));
+        // Kill once enough writes are acknowledged, not after a fixed time:
+        // a loaded machine may be slow to get going.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while acked.lock().unwrap().len() < 100 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         child.kill(); // SIGKILL: no shutdown, no flush.
         for w in writers {
             w.join().unwrap();
