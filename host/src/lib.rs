@@ -13,6 +13,7 @@
 //! - [`runtime`]: loads plugin components and calls them under limits.
 //! - [`objects`]: reads Kubernetes objects from YAML/JSON files.
 //! - [`offline`]: a fixed object set that stands in for the cluster cache.
+//! - [`plugin_dir`]: watches the plugins directory; hot reload.
 //! - [`queue`]: the per-plugin work queue (client-go semantics).
 //! - [`shutdown`]: the one Ctrl-C / SIGTERM signal.
 //! - [`writer`]: carries out outcomes against the API server.
@@ -28,6 +29,7 @@ pub mod informer;
 pub mod informers;
 pub mod objects;
 pub mod offline;
+pub mod plugin_dir;
 pub mod queue;
 pub mod runtime;
 pub mod shutdown;

@@ -76,7 +76,8 @@ struct RunArgs {
 #[derive(Args)]
 struct ApiserverArgs {
     /// Address to listen on; port 0 picks a free one. Non-loopback addresses
-    /// require a bearer token (generated, and written to the kubeconfig).
+    /// are served over HTTPS (a self-signed CA, written to the kubeconfig)
+    /// and require a bearer token (generated, and written to the kubeconfig).
     #[arg(long, default_value = "127.0.0.1:6443", value_name = "ADDR")]
     listen: std::net::SocketAddr,
     /// Keep state durably in this directory (SQLite).
@@ -296,8 +297,14 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let loaded = host.load_dir(&args.plugins).await;
-    tracing::info!(dir = %args.plugins.display(), loaded, "plugins loaded");
+    let _plugins = windlass::plugin_dir::PluginDir::watch(&args.plugins, host.clone())
+        .await
+        .with_context(|| {
+            format!(
+                "cannot watch the plugins directory {}",
+                args.plugins.display()
+            )
+        })?;
     windlass::shutdown::signal().await;
     tracing::info!("shutting down: finishing in-flight reconciles");
     host.shutdown().await;
