@@ -155,12 +155,44 @@ fn build_plugins() -> Result<Vec<PathBuf>> {
 
 fn test(args: &[String]) -> Result<()> {
     build_plugins()?;
-    status(
-        cargo()
-            .args(["test", "--workspace"])
-            .args(args)
-            .env("WINDLASS_PLUGINS_DIR", plugins_out()),
-    )
+    let mut cmd = cargo();
+    cmd.args(["test", "--workspace"])
+        .args(args)
+        .env("WINDLASS_PLUGINS_DIR", plugins_out());
+    eprintln!("$ {}", describe(&cmd));
+    // Pass the output through, and total the per-binary results so the run
+    // ends with one line saying what ran overall.
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("could not start cargo test")?;
+    let stdout = child.stdout.take().context("cargo test has no stdout")?;
+    let (mut passed, mut failed, mut ignored) = (0u64, 0u64, 0u64);
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+        let line = line?;
+        println!("{line}");
+        if let Some(rest) = line.trim().strip_prefix("test result: ") {
+            passed += count(rest, " passed");
+            failed += count(rest, " failed");
+            ignored += count(rest, " ignored");
+        }
+    }
+    let status = child.wait()?;
+    println!();
+    println!("tests: {passed} passed, {failed} failed, {ignored} skipped");
+    if !status.success() {
+        bail!("cargo test failed ({status})");
+    }
+    Ok(())
+}
+
+/// The number before `label` in a `test result:` line.
+fn count(line: &str, label: &str) -> u64 {
+    line.split(';')
+        .find_map(|part| part.trim().strip_suffix(label.trim_start()))
+        .and_then(|n| n.trim().rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 fn run(args: &[String]) -> Result<()> {
@@ -227,4 +259,17 @@ fn ci() -> Result<()> {
         "warnings",
     ]))?;
     test(&[])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_are_read_from_cargo_test_summaries() {
+        let line =
+            "ok. 12 passed; 1 failed; 3 ignored; 0 measured; 0 filtered out; finished in 0.00s";
+        assert_eq!(super::count(line, " passed"), 12);
+        assert_eq!(super::count(line, " failed"), 1);
+        assert_eq!(super::count(line, " ignored"), 3);
+        assert_eq!(super::count("garbage", " passed"), 0);
+    }
 }
