@@ -66,6 +66,7 @@ pub struct Host {
     controllers: tokio::sync::Mutex<BTreeMap<String, (PathBuf, Controller)>>,
     /// Files that failed to load, with the reason.
     errors: Mutex<BTreeMap<PathBuf, String>>,
+    installs: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Host {
@@ -89,6 +90,7 @@ impl Host {
             grace: config.grace,
             controllers: tokio::sync::Mutex::new(BTreeMap::new()),
             errors: Mutex::new(BTreeMap::new()),
+            installs: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -164,6 +166,31 @@ impl Host {
         let controller = Controller::start(plugin, &self.informers, self.writer.clone()).await?;
         controllers.insert(name.clone(), (path.to_path_buf(), controller));
         Ok(name)
+    }
+
+    /// True when the plugin from `path` runs exactly this content (SHA-256,
+    /// hex). Then any error recorded for a later, broken version of the file
+    /// no longer applies and is cleared.
+    pub async fn is_running(&self, path: &Path, digest: &str) -> bool {
+        let running = self
+            .controllers
+            .lock()
+            .await
+            .values()
+            .any(|(p, c)| p == path && c.plugin().digest() == digest);
+        if running {
+            self.errors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(path);
+        }
+        running
+    }
+
+    /// How many times a plugin version has been installed (started or
+    /// swapped in); for tests and metrics.
+    pub fn installs(&self) -> u64 {
+        self.installs.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Stops the plugin loaded from `path`, after in-flight work drains.

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
+use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use crate::host::{Host, is_plugin_file};
@@ -73,6 +74,15 @@ async fn apply_changes(host: Arc<Host>, mut rx: mpsc::UnboundedReceiver<PathBuf>
         }
         for path in changed.into_iter().filter(|p| is_plugin_file(p)) {
             if path.is_file() {
+                // Unchanged content (a touch, a copy of the same build) is
+                // not reloaded.
+                if let Ok(bytes) = std::fs::read(&path)
+                    && host
+                        .is_running(&path, &crate::runtime::hex(&Sha256::digest(&bytes)))
+                        .await
+                {
+                    continue;
+                }
                 // A failure is logged and recorded by the host; the previous
                 // version, if any, keeps running.
                 if let Ok(name) = host.load_file(&path).await {
