@@ -90,6 +90,16 @@ fn from_status(method: &Method, path: &str, code: StatusCode, body: &[u8]) -> Ap
     }
 }
 
+/// The whole body of a response.
+async fn collect(response: http::Response<Body>) -> Result<Vec<u8>, kube::Error> {
+    response
+        .into_body()
+        .into_data_stream()
+        .map_ok(|b| b.to_vec())
+        .try_concat()
+        .await
+}
+
 /// An authenticated client for one API server; cheap to clone.
 #[derive(Clone)]
 pub struct ApiClient {
@@ -170,11 +180,7 @@ impl ApiClient {
             .send(method.clone(), path, content_type, body, agent)
             .await?;
         let status = response.status();
-        let bytes = response
-            .into_body()
-            .into_data_stream()
-            .map_ok(|b| b.to_vec())
-            .try_concat()
+        let bytes = collect(response)
             .await
             .map_err(|e| ApiError::transport(&method, path, e))?;
         if status.is_success() {
@@ -198,13 +204,7 @@ impl ApiClient {
         let response = self.send(Method::GET, path, None, Vec::new(), None).await?;
         let status = response.status();
         if !status.is_success() {
-            let body = response
-                .into_body()
-                .into_data_stream()
-                .map_ok(|b| b.to_vec())
-                .try_concat()
-                .await
-                .unwrap_or_default();
+            let body = collect(response).await.unwrap_or_default();
             return Err(from_status(&Method::GET, path, status, &body));
         }
         let path = path.to_owned();

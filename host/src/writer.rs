@@ -40,6 +40,12 @@ pub enum WriteError {
     Invalid(String),
 }
 
+impl From<serde_json::Error> for WriteError {
+    fn from(e: serde_json::Error) -> Self {
+        WriteError::Invalid(e.to_string())
+    }
+}
+
 impl From<ApiError> for WriteError {
     fn from(e: ApiError) -> Self {
         if e.code == 409 || e.code == 404 {
@@ -133,8 +139,7 @@ impl Writer {
             };
             match write {
                 Write::Apply(object) => {
-                    let mut desired: Value = serde_json::from_str(object.text())
-                        .map_err(|e| WriteError::Invalid(e.to_string()))?;
+                    let mut desired: Value = parse(object.text())?;
                     let namespace = if resource.namespaced {
                         object
                             .header()
@@ -208,23 +213,14 @@ impl Writer {
                             applied.created.push(target);
                         }
                         Some(live) => {
-                            let live: Value = serde_json::from_str(&live)
-                                .map_err(|e| WriteError::Invalid(e.to_string()))?;
+                            let live: Value = parse(&live)?;
                             let Some(patch) =
                                 converge_patch(desired, &live, owner.as_ref(), resource.has_status)
                             else {
                                 continue;
                             };
                             let path = resource.object_path(namespace.as_deref(), &name);
-                            self.send(
-                                Method::PATCH,
-                                &path,
-                                &manager,
-                                &agent,
-                                &patch,
-                                "application/merge-patch+json",
-                            )
-                            .await?;
+                            self.merge_patch(&path, &manager, &agent, &patch).await?;
                             applied.requests += 1;
                         }
                     }
@@ -233,8 +229,7 @@ impl Writer {
                     let r = object
                         .object_ref(default_ns)
                         .ok_or_else(|| WriteError::Invalid("replace without a name".into()))?;
-                    let mut body: Value = serde_json::from_str(object.text())
-                        .map_err(|e| WriteError::Invalid(e.to_string()))?;
+                    let mut body: Value = parse(object.text())?;
                     let namespace = ns_of(&r);
                     set_meta(&mut body, "namespace", namespace.clone().map(Value::String));
                     let path = resource.object_path(namespace.as_deref(), &r.name);
@@ -254,8 +249,7 @@ impl Writer {
                     let r = object.object_ref(default_ns).ok_or_else(|| {
                         WriteError::Invalid("status update without a name".into())
                     })?;
-                    let body: Value = serde_json::from_str(object.text())
-                        .map_err(|e| WriteError::Invalid(e.to_string()))?;
+                    let body: Value = parse(object.text())?;
                     let namespace = ns_of(&r);
                     self.update_status(
                         &resource,
@@ -269,18 +263,9 @@ impl Writer {
                     applied.requests += 1;
                 }
                 Write::MergePatch(p) => {
-                    let patch: Value = serde_json::from_str(p.patch.get())
-                        .map_err(|e| WriteError::Invalid(e.to_string()))?;
+                    let patch: Value = parse(p.patch.get())?;
                     let path = resource.object_path(ns_of(&p.target).as_deref(), &p.target.name);
-                    self.send(
-                        Method::PATCH,
-                        &path,
-                        &manager,
-                        &agent,
-                        &patch,
-                        "application/merge-patch+json",
-                    )
-                    .await?;
+                    self.merge_patch(&path, &manager, &agent, &patch).await?;
                     applied.requests += 1;
                 }
                 Write::Delete(r) => {
@@ -372,16 +357,26 @@ impl Writer {
         let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": object.resource_version()}});
         let agent = format!("windlass/{}", manifest.name);
         let manager = format!("fieldManager=windlass-{}", manifest.name);
+        self.merge_patch(&path, &manager, &agent, &patch).await?;
+        Ok(())
+    }
+
+    async fn merge_patch(
+        &self,
+        path: &str,
+        manager: &str,
+        agent: &str,
+        patch: &Value,
+    ) -> Result<Value, ApiError> {
         self.send(
             Method::PATCH,
-            &path,
-            &manager,
-            &agent,
-            &patch,
+            path,
+            manager,
+            agent,
+            patch,
             "application/merge-patch+json",
         )
-        .await?;
-        Ok(())
+        .await
     }
 
     async fn send(
@@ -438,15 +433,7 @@ impl Writer {
             if let Some(rv) = body.pointer("/metadata/resourceVersion") {
                 patch["metadata"] = json!({"resourceVersion": rv});
             }
-            self.send(
-                Method::PATCH,
-                &path,
-                manager,
-                agent,
-                &patch,
-                "application/merge-patch+json",
-            )
-            .await?;
+            self.merge_patch(&path, manager, agent, &patch).await?;
         }
         Ok(())
     }
@@ -586,6 +573,11 @@ impl Writer {
         }
         events.insert(key, (namespace, name, count));
     }
+}
+
+/// Parses JSON text the runtime already checked; a failure is a bug upstream.
+fn parse(text: &str) -> Result<Value, serde_json::Error> {
+    serde_json::from_str(text)
 }
 
 /// The controller owner reference children of `key` get.
