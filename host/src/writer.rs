@@ -116,8 +116,7 @@ impl Writer {
     /// Carries out `outcome` in order; stops at the first failure.
     pub async fn execute(&self, t: &Target<'_>, outcome: &Outcome) -> Result<Applied, WriteError> {
         let plugin = &t.manifest.name;
-        let agent = format!("windlass/{plugin}");
-        let manager = format!("fieldManager=windlass-{plugin}");
+        let (agent, manager) = identity(plugin);
         let mut applied = Applied::default();
         let mut kept: HashSet<ObjectRef> = HashSet::new();
         let default_ns = t.key.namespace.as_deref();
@@ -355,8 +354,7 @@ impl Writer {
         let resource = self.discovery.resolve(&key.kind_ref()).await?;
         let path = resource.object_path(key.namespace.as_deref(), &key.name);
         let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": object.resource_version()}});
-        let agent = format!("windlass/{}", manifest.name);
-        let manager = format!("fieldManager=windlass-{}", manifest.name);
+        let (agent, manager) = identity(&manifest.name);
         self.merge_patch(&path, &manager, &agent, &patch).await?;
         Ok(())
     }
@@ -492,7 +490,7 @@ impl Writer {
             .namespace
             .clone()
             .unwrap_or_else(|| "default".into());
-        let agent = format!("windlass/{}", t.manifest.name);
+        let (agent, manager) = identity(&t.manifest.name);
         let now = rfc3339(SystemTime::now());
         let previous = self
             .events
@@ -503,17 +501,7 @@ impl Writer {
         if let Some((ns, name, count)) = previous {
             let path = format!("/api/v1/namespaces/{ns}/events/{name}");
             let patch = json!({"count": count + 1, "lastTimestamp": now});
-            match self
-                .client
-                .request(
-                    Method::PATCH,
-                    &path,
-                    Some("application/merge-patch+json"),
-                    patch.to_string().into_bytes(),
-                    Some(&agent),
-                )
-                .await
-            {
+            match self.merge_patch(&path, &manager, &agent, &patch).await {
                 Ok(_) => {
                     self.remember(key, ns, name, count + 1);
                     return;
@@ -544,18 +532,17 @@ impl Writer {
         });
         let path = format!("/api/v1/namespaces/{namespace}/events");
         match self
-            .client
-            .request(
+            .send(
                 Method::POST,
                 &path,
-                Some("application/json"),
-                body.to_string().into_bytes(),
-                Some(&agent),
+                &manager,
+                &agent,
+                &body,
+                "application/json",
             )
             .await
         {
-            Ok(bytes) => {
-                let created: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            Ok(created) => {
                 if let Some(name) = created.pointer("/metadata/name").and_then(Value::as_str) {
                     self.remember(key, namespace, name.to_owned(), 1);
                 }
@@ -573,6 +560,14 @@ impl Writer {
         }
         events.insert(key, (namespace, name, count));
     }
+}
+
+/// The user agent and field-manager query parameter naming a plugin.
+fn identity(plugin: &str) -> (String, String) {
+    (
+        format!("windlass/{plugin}"),
+        format!("fieldManager=windlass-{plugin}"),
+    )
 }
 
 /// Parses JSON text the runtime already checked; a failure is a bug upstream.
