@@ -328,14 +328,7 @@ async fn resource(
             ctx.finish(w, 201).await
         }
         (&Method::PUT, Some(name), sub @ (None | Some("status"))) => {
-            if sub.is_some() && !ctx.res.status {
-                return Err(ApiError::not_found_path(path));
-            }
-            let part = if sub.is_some() {
-                Part::Status
-            } else {
-                Part::Main
-            };
+            let part = object_part(sub, ctx.res.status, path)?;
             let obj = rq::decode_body(&ct, &body)?;
             let w = {
                 let mut st = ctx.shared.lock();
@@ -354,14 +347,7 @@ async fn resource(
             ctx.finish(w, 200).await
         }
         (&Method::PATCH, Some(name), sub @ (None | Some("status"))) => {
-            if sub.is_some() && !ctx.res.status {
-                return Err(ApiError::not_found_path(path));
-            }
-            let part = if sub.is_some() {
-                Part::Status
-            } else {
-                Part::Main
-            };
+            let part = object_part(sub, ctx.res.status, path)?;
             patch_object(&ctx, name, &ct, &body, part, &ua).await
         }
         (&Method::DELETE, Some(name), None) => {
@@ -545,6 +531,16 @@ async fn patch_object(
     };
     ctx.finish(w, code).await
 }
+/// Which part of an object a request addresses: the object, or its status
+/// subresource (a 404 for kinds without one).
+fn object_part(sub: Option<&str>, has_status: bool, path: &str) -> Result<Part, ApiError> {
+    match sub {
+        Some(_) if !has_status => Err(ApiError::not_found_path(path)),
+        Some(_) => Ok(Part::Status),
+        None => Ok(Part::Main),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
