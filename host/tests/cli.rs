@@ -1,8 +1,6 @@
 //! The real `windlass` binary: `plugin inspect` and `plugin reconcile`,
 //! including every kind of bad plugin file.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -38,7 +36,7 @@ fn write_json(dir: &Path, name: &str, value: &Value) -> String {
 
 #[test]
 fn inspect_prints_the_manifest() {
-    let file = common::plugin("replicaset");
+    let file = windlass_tests::plugin("replicaset");
     let out = windlass(&["plugin", "inspect", file.to_str().unwrap()]);
     assert!(
         out.status.success(),
@@ -61,7 +59,7 @@ fn reconcile_prints_the_outcome_for_yaml_input() {
         "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: web\n  namespace: default\n  uid: u1\n  generation: 2\nspec:\n  replicas: 3\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: nginx}]}\n",
     )
     .unwrap();
-    let file = common::plugin("replicaset");
+    let file = windlass_tests::plugin("replicaset");
     let out = windlass(&[
         "plugin",
         "reconcile",
@@ -90,14 +88,14 @@ fn reconcile_prints_the_outcome_for_yaml_input() {
 #[test]
 fn reconcile_passes_owned_children() {
     let dir = tempfile::tempdir().unwrap();
-    let rs = write_json(dir.path(), "rs.json", &common::replicaset("web", 1));
+    let rs = write_json(dir.path(), "rs.json", &windlass_tests::replicaset("web", 1));
     let pods = Value::Array(
         (0..3)
-            .map(|i| common::owned_pod("web", &format!("web-{i}"), true))
+            .map(|i| windlass_tests::owned_pod("web", &format!("web-{i}"), true))
             .collect(),
     );
     let pods = write_json(dir.path(), "pods.json", &pods);
-    let file = common::plugin("replicaset");
+    let file = windlass_tests::plugin("replicaset");
     let out = windlass(&[
         "plugin",
         "reconcile",
@@ -128,8 +126,12 @@ fn reconcile_passes_owned_children() {
 #[test]
 fn a_failing_reconcile_prints_the_error_and_exits_non_zero() {
     let dir = tempfile::tempdir().unwrap();
-    let cm = write_json(dir.path(), "cm.json", &common::configmap("cm", "write"));
-    let file = common::plugin("test-trap");
+    let cm = write_json(
+        dir.path(),
+        "cm.json",
+        &windlass_tests::configmap("cm", "write"),
+    );
+    let file = windlass_tests::plugin("test-trap");
     let out = windlass(&[
         "plugin",
         "reconcile",
@@ -182,14 +184,17 @@ fn every_kind_of_bad_file_gets_one_clear_line() {
     assert_rejected(&missing, "cannot read");
 
     assert_rejected(
-        &common::plugin("test-wrongversion"),
+        &windlass_tests::plugin("test-wrongversion"),
         "built for windlass:controller@0.2.0",
     );
     assert_rejected(
-        &common::plugin("test-missing-export"),
+        &windlass_tests::plugin("test-missing-export"),
         "does not export the function `map`",
     );
-    assert_rejected(&common::plugin("test-badmanifest"), "manifest() failed");
+    assert_rejected(
+        &windlass_tests::plugin("test-badmanifest"),
+        "manifest() failed",
+    );
 }
 
 #[test]
@@ -197,7 +202,7 @@ fn bad_object_files_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.yaml");
     std::fs::write(&bad, "kind: ReplicaSet\nmetadata: {name: x}\n").unwrap();
-    let file = common::plugin("replicaset");
+    let file = windlass_tests::plugin("replicaset");
     let out = windlass(&[
         "plugin",
         "reconcile",

@@ -2,8 +2,6 @@
 //! children appear, scaling converges to the last value, deletion collects
 //! children, and a 409 storm converges.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use http::Method;
@@ -36,7 +34,7 @@ async fn env() -> Env {
         },
     )
     .unwrap();
-    host.load_file(&common::plugin("replicaset"))
+    host.load_file(&windlass_tests::plugin("replicaset"))
         .await
         .expect("replicaset loads");
     Env {
@@ -67,7 +65,7 @@ async fn get(client: &ApiClient, path: &str) -> Value {
 }
 
 async fn create_rs(client: &ApiClient, name: &str, replicas: u32) -> Value {
-    let mut rs = common::replicaset(name, replicas);
+    let mut rs = windlass_tests::replicaset(name, replicas);
     let meta = rs["metadata"].as_object_mut().unwrap();
     for server_owned in ["uid", "resourceVersion", "generation"] {
         meta.remove(server_owned);

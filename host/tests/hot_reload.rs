@@ -2,8 +2,6 @@
 //! reconciling, a broken replacement leaves the running version in place
 //! (and is reported), and removing the file stops the plugin.
 
-mod common;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -76,7 +74,7 @@ async fn plugins_come_go_and_survive_broken_updates() {
     let dir = tempfile::tempdir().unwrap();
     let _watch = PluginDir::watch(dir.path(), host.clone()).await.unwrap();
 
-    let mut rs = common::replicaset("web", 2);
+    let mut rs = windlass_tests::replicaset("web", 2);
     for field in ["uid", "resourceVersion", "generation"] {
         rs["metadata"].as_object_mut().unwrap().remove(field);
     }
@@ -84,7 +82,7 @@ async fn plugins_come_go_and_survive_broken_updates() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(pods(&client).await, 0, "no plugin yet, no pods");
 
-    let wasm = std::fs::read(common::plugin("replicaset")).unwrap();
+    let wasm = std::fs::read(windlass_tests::plugin("replicaset")).unwrap();
     install(dir.path(), "replicaset.wasm", &wasm);
     until("the dropped-in plugin reconciles", async || {
         pods(&client).await == 2

@@ -6,69 +6,18 @@
 //! handlers. Repeated over several seeds.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::Method;
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 use windlass::cache::Change;
 use windlass::client::ApiClient;
 use windlass::discovery::ApiResource;
 use windlass::informer::{Informer, InformerConfig, InformerSpec};
-
-/// A TCP proxy that can cut every open connection and refuse new ones.
-struct Proxy {
-    addr: SocketAddr,
-    refuse: Arc<AtomicBool>,
-    cut: Arc<Mutex<CancellationToken>>,
-}
-
-impl Proxy {
-    async fn start(upstream: SocketAddr) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let refuse = Arc::new(AtomicBool::new(false));
-        let cut = Arc::new(Mutex::new(CancellationToken::new()));
-        let (r, c) = (refuse.clone(), cut.clone());
-        tokio::spawn(async move {
-            loop {
-                let Ok((mut inbound, _)) = listener.accept().await else {
-                    continue;
-                };
-                if r.load(Ordering::SeqCst) {
-                    continue; // dropped: the client sees a reset
-                }
-                let token = c.lock().unwrap().clone();
-                tokio::spawn(async move {
-                    let Ok(mut outbound) = TcpStream::connect(upstream).await else {
-                        return;
-                    };
-                    tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
-                        _ = token.cancelled() => {}
-                    }
-                });
-            }
-        });
-        Self { addr, refuse, cut }
-    }
-
-    /// Closes every connection open now.
-    fn cut_all(&self) {
-        let mut token = self.cut.lock().unwrap();
-        token.cancel();
-        *token = CancellationToken::new();
-    }
-
-    fn set_refusing(&self, refuse: bool) {
-        self.refuse.store(refuse, Ordering::SeqCst);
-    }
-}
+use windlass_tests::Proxy;
 
 const CM: &str = "/api/v1/namespaces/default/configmaps";
 
@@ -135,13 +84,10 @@ async fn run_seed(seed: u64) -> (u64, u64) {
         .await
         .unwrap();
     let proxy = Proxy::start(server.addr()).await;
-    let proxied = ApiClient::from_kubeconfig_yaml(
-        &server
-            .kubeconfig()
-            .replace(&server.addr().to_string(), &proxy.addr.to_string()),
-    )
-    .await
-    .unwrap();
+    let proxied =
+        ApiClient::from_kubeconfig_yaml(&proxy.kubeconfig(&server.kubeconfig(), server.addr()))
+            .await
+            .unwrap();
 
     for i in 0..60 {
         send(&direct, Method::POST, CM, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("cm-{i}")}, "data": {"v": "0"}}))

@@ -3,8 +3,6 @@
 //! readiness, plugins (a broken one included) and metrics, and SIGTERM
 //! stops the host cleanly.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -70,7 +68,7 @@ fn windlass_run_reconciles_what_kubectl_applies() {
     let plugins = dir.path().join("plugins");
     std::fs::create_dir(&plugins).unwrap();
     std::fs::copy(
-        common::plugin("replicaset"),
+        windlass_tests::plugin("replicaset"),
         plugins.join("replicaset.wasm"),
     )
     .unwrap();

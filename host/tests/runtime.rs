@@ -1,8 +1,6 @@
 //! The wasm runtime against real built components: manifests, reconciles,
 //! and every misbehaving fixture contained with the right typed error.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,7 +17,7 @@ fn runtime() -> Runtime {
 }
 
 fn load(rt: &Runtime, name: &str) -> Plugin {
-    rt.load_file(&common::plugin(name))
+    rt.load_file(&windlass_tests::plugin(name))
         .unwrap_or_else(|e| panic!("loading {name}: {e}"))
 }
 
@@ -30,7 +28,7 @@ fn request(object: &serde_json::Value) -> Request {
 fn reconcile_rs(plugin: &Plugin, replicas: u32) -> windlass::contract::Outcome {
     plugin
         .reconcile(
-            request(&common::replicaset("web", replicas)),
+            request(&windlass_tests::replicaset("web", replicas)),
             Arc::new(EmptyCache),
         )
         .expect("replicaset reconcile")
@@ -80,9 +78,9 @@ fn three_replicas_yield_three_pod_applies() {
 fn existing_children_are_kept_and_extras_pruned() {
     let rt = runtime();
     let plugin = load(&rt, "replicaset");
-    let rs = common::replicaset("web", 2);
+    let rs = windlass_tests::replicaset("web", 2);
     let owned: Vec<_> = (0..4)
-        .map(|i| common::owned_pod("web", &format!("web-{i}"), i % 2 == 0))
+        .map(|i| windlass_tests::owned_pod("web", &format!("web-{i}"), i % 2 == 0))
         .collect();
     let outcome = plugin
         .reconcile(request_for(&rs, &owned).unwrap(), Arc::new(EmptyCache))
@@ -112,7 +110,7 @@ fn expect_contained(
     let started = Instant::now();
     let err = plugin
         .reconcile(
-            request(&common::configmap("cm", "write")),
+            request(&windlass_tests::configmap("cm", "write")),
             Arc::new(EmptyCache),
         )
         .expect_err("the fixture misbehaves");
@@ -184,7 +182,7 @@ fn undeclared_writes_and_reads_are_refused() {
     let plugin = load(&rt, "test-rogue");
     let err = plugin
         .reconcile(
-            request(&common::configmap("cm", "read")),
+            request(&windlass_tests::configmap("cm", "read")),
             Arc::new(EmptyCache),
         )
         .expect_err("undeclared read");
@@ -204,7 +202,10 @@ fn other_plugins_keep_working_after_and_during_misbehaviour() {
     let spin = load(&rt, "test-spin");
     // A spinning call on another thread does not hold up a healthy plugin.
     let spinning = std::thread::spawn(move || {
-        spin.reconcile(request(&common::configmap("cm", "x")), Arc::new(EmptyCache))
+        spin.reconcile(
+            request(&windlass_tests::configmap("cm", "x")),
+            Arc::new(EmptyCache),
+        )
     });
     let started = Instant::now();
     assert_eq!(
@@ -228,7 +229,7 @@ fn other_plugins_keep_working_after_and_during_misbehaviour() {
 
     for fixture in ["test-trap", "test-hog", "test-rogue"] {
         let _ = load(&rt, fixture).reconcile(
-            request(&common::configmap("cm", "write")),
+            request(&windlass_tests::configmap("cm", "write")),
             Arc::new(EmptyCache),
         );
     }
@@ -248,9 +249,12 @@ fn plugins_read_declared_kinds_through_the_cache() {
     // the noop fixture proves a plain call round-trips.
     let rt = runtime();
     let mut cache = StaticCache::new();
-    cache.insert(common::owned_pod("web", "web-a", true));
+    cache.insert(windlass_tests::owned_pod("web", "web-a", true));
     let outcome = load(&rt, "test-noop")
-        .reconcile(request(&common::configmap("cm", "x")), Arc::new(cache))
+        .reconcile(
+            request(&windlass_tests::configmap("cm", "x")),
+            Arc::new(cache),
+        )
         .unwrap();
     assert!(outcome.writes.is_empty() && outcome.events.is_empty());
 }
@@ -259,13 +263,13 @@ fn plugins_read_declared_kinds_through_the_cache() {
 fn bad_components_are_rejected_with_a_reason() {
     let rt = runtime();
     let err = rt
-        .load_file(&common::plugin("test-badmanifest"))
+        .load_file(&windlass_tests::plugin("test-badmanifest"))
         .unwrap_err();
     assert!(matches!(err, LoadError::Manifest { .. }), "{err:?}");
     assert!(err.to_string().contains("manifest() failed"), "{err}");
 
     let err = rt
-        .load_file(&common::plugin("test-wrongversion"))
+        .load_file(&windlass_tests::plugin("test-wrongversion"))
         .unwrap_err();
     assert!(matches!(err, LoadError::WrongVersion { .. }), "{err:?}");
     assert!(
@@ -274,7 +278,7 @@ fn bad_components_are_rejected_with_a_reason() {
     );
 
     let err = rt
-        .load_file(&common::plugin("test-missing-export"))
+        .load_file(&windlass_tests::plugin("test-missing-export"))
         .unwrap_err();
     assert!(matches!(err, LoadError::WrongWorld { .. }), "{err:?}");
     assert!(err.to_string().contains("`map`"), "{err}");

@@ -1,1 +1,8 @@
-//! Helpers for windlass's end-to-end tests.
+//! Helpers for windlass's end-to-end tests: built plugins and sample objects,
+//! and a TCP proxy that injects connection failures.
+
+mod plugins;
+pub mod proxy;
+
+pub use plugins::{configmap, owned_pod, plugin, replicaset};
+pub use proxy::Proxy;

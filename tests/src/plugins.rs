@@ -1,6 +1,4 @@
-//! Helpers shared by the host's integration tests: where built plugins are,
-//! and sample objects.
-#![allow(dead_code)]
+//! Where built plugins are, and sample objects the tests feed them.
 
 use std::path::PathBuf;
 
