@@ -261,6 +261,9 @@ pub struct Store {
     by_controller: HashMap<Box<str>, BTreeSet<ObjectKey>>,
     by_label: HashMap<(Box<str>, Box<str>), BTreeSet<ObjectKey>>,
     bytes: usize,
+    /// The resourceVersion the store reflects (the last list, event or
+    /// bookmark), when the server's versions are numbers.
+    version: Option<u64>,
 }
 
 impl Store {
@@ -268,25 +271,44 @@ impl Store {
         Self::default()
     }
 
-    /// Inserts or replaces an object. Nothing changes (and `None` comes back)
-    /// when the cached copy has the same resourceVersion.
-    pub fn upsert(&mut self, object: CachedObject) -> Option<Change> {
+    /// Records the resourceVersion the store now reflects: everything the
+    /// server did up to it is in the store. Versions that are not numbers
+    /// (the API allows opaque ones) leave it unknown.
+    pub fn set_version(&mut self, version: &str) {
+        self.version = version.parse().ok();
+    }
+
+    /// The resourceVersion the store reflects, when known.
+    pub fn version(&self) -> Option<u64> {
+        self.version
+    }
+
+    /// Inserts or replaces an object, returning what changed: nothing when
+    /// the cached copy has the same resourceVersion; when the name now
+    /// belongs to a new object (another uid: deleted and recreated while we
+    /// were not watching), the old one's delete and then the new one's add,
+    /// so that nobody mistakes a new object for an update of the old one.
+    pub fn upsert(&mut self, object: CachedObject) -> Vec<Change> {
         let new = Arc::new(object);
         let key = new.key.clone();
-        if let Some(old) = self.objects.get(&key)
-            && old.resource_version == new.resource_version
-            && !old.resource_version.is_empty()
-        {
-            return None;
+        let mut changes = Vec::new();
+        if let Some(old) = self.objects.get(&key) {
+            if old.resource_version == new.resource_version && !old.resource_version.is_empty() {
+                return changes;
+            }
+            if old.uid != new.uid && !old.uid.is_empty() && !new.uid.is_empty() {
+                changes.extend(self.remove(&key, None));
+            }
         }
         self.index(&new);
-        match self.objects.insert(key, new.clone()) {
+        changes.push(match self.objects.insert(key, new.clone()) {
             Some(old) => {
                 self.unindex(&old, Some(&new));
-                Some(Change::Modified { old, new })
+                Change::Modified { old, new }
             }
-            None => Some(Change::Added(new)),
-        }
+            None => Change::Added(new),
+        });
+        changes
     }
 
     /// Removes an object. `last` is its final state from the DELETED event,
@@ -514,13 +536,13 @@ mod tests {
     fn upsert_reports_changes_and_ignores_same_version() {
         let mut s = Store::new();
         assert!(matches!(
-            s.upsert(pod("a", "p", 1, "web", None)),
-            Some(Change::Added(_))
+            s.upsert(pod("a", "p", 1, "web", None))[..],
+            [Change::Added(_)]
         ));
-        assert_eq!(s.upsert(pod("a", "p", 1, "web", None)), None);
+        assert!(s.upsert(pod("a", "p", 1, "web", None)).is_empty());
         assert!(matches!(
-            s.upsert(pod("a", "p", 2, "web", None)),
-            Some(Change::Modified { .. })
+            s.upsert(pod("a", "p", 2, "web", None))[..],
+            [Change::Modified { .. }]
         ));
         assert_eq!(s.len(), 1);
         let gone = s.remove(&ObjectKey::new(Some("a"), "p"), None).unwrap();
@@ -592,5 +614,22 @@ mod tests {
             .collect();
         assert_eq!(summary, ["~a/changed", "+a/new", "-a/gone"]);
         assert_eq!(s.len(), 3);
+    }
+
+    #[test]
+    fn a_name_reused_by_a_new_object_is_a_delete_then_an_add() {
+        let mut s = Store::new();
+        s.upsert(pod("a", "p", 1, "web", Some("rs1")));
+        let mut recreated = pod("a", "p", 7, "web", Some("rs2"));
+        recreated.uid = "u-other".into();
+        let changes = s.replace_all(vec![recreated]);
+        assert!(
+            matches!(&changes[..], [Change::Deleted(old), Change::Added(new)]
+                if old.uid() == "u-p" && new.uid() == "u-other"),
+            "{changes:?}"
+        );
+        assert!(s.controlled_by("rs1").is_empty());
+        assert_eq!(names(&s.controlled_by("rs2")), ["a/p"]);
+        assert_eq!(s.len(), 1);
     }
 }

@@ -72,6 +72,10 @@ impl ControllerStats {
 /// Writes of one reconcile the cache has yet to show.
 struct Expectation {
     creates: Vec<ObjectRef>,
+    /// The server's version of the newest create: a cache at or past it
+    /// that lacks a created object saw it deleted (perhaps by a relist that
+    /// never showed it at all), so there is nothing left to wait for.
+    created_version: Option<u64>,
     deletes: Vec<ObjectRef>,
     deadline: Instant,
 }
@@ -409,19 +413,32 @@ fn pending_expectation(shared: &Shared, key: &ObjectRef) -> Option<Duration> {
         .unwrap_or_else(|e| e.into_inner());
     let e = expectations.get(key)?;
     let now = Instant::now();
-    let lookup = |r: &ObjectRef| -> Option<Arc<CachedObject>> {
+    // The cached object `r` names, and whether that cache is at or past the
+    // newest create.
+    let lookup = |r: &ObjectRef| -> (Option<Arc<CachedObject>>, bool) {
         let kind = r.kind_ref();
         let k = ObjectKey::new(r.namespace.as_deref(), &r.name);
         shared
             .owns
             .iter()
             .filter(|(owned, _)| *owned == kind)
-            .find_map(|(_, i)| i.cache().read(|s| s.get(&k)))
+            .map(|(_, i)| {
+                i.cache().read(|s| {
+                    let current = matches!((s.version(), e.created_version), (Some(have), Some(want)) if have >= want);
+                    (s.get(&k), current)
+                })
+            })
+            .fold((None, false), |(found, current), (o, c)| {
+                (found.or(o), current || c)
+            })
     };
-    let seen = e.creates.iter().all(|r| lookup(r).is_some())
-        && e.deletes
-            .iter()
-            .all(|r| lookup(r).is_none_or(|o| o.is_deleting()));
+    let seen = e.creates.iter().all(|r| {
+        let (object, current) = lookup(r);
+        object.is_some() || current
+    }) && e
+        .deletes
+        .iter()
+        .all(|r| lookup(r).0.is_none_or(|o| o.is_deleting()));
     if seen || now >= e.deadline {
         if !seen {
             tracing::warn!(key = %key, "the cache did not show this reconcile's writes in time; going on");
@@ -447,6 +464,7 @@ fn expect(shared: &Shared, key: &ObjectRef, applied: &Applied) {
             key.clone(),
             Expectation {
                 creates,
+                created_version: applied.created_version,
                 deletes,
                 deadline: Instant::now() + EXPECTATION_TIMEOUT,
             },
@@ -525,16 +543,16 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectRef) -> Result<Option<Durat
         owned: &owned,
         live: shared.view.as_ref(),
     };
-    let applied = shared.writer.execute(&target, &outcome).await;
-    let applied = match applied {
-        Ok(applied) => applied,
-        Err(e) => return Err(e.into()),
-    };
+    let mut applied = Applied::default();
+    let result = shared.writer.execute(&target, &outcome, &mut applied).await;
     shared
         .stats
         .writes
         .fetch_add(applied.requests as u64, Ordering::Relaxed);
+    // Even when a later write failed, the next reconcile must wait for the
+    // creates and deletes that did happen, or it would repeat them.
     expect(shared, key, &applied);
+    result?;
     if finalize && let (Some(finalizer), Some(obj)) = (&manifest.finalizer, &object) {
         shared
             .writer

@@ -337,7 +337,10 @@ impl Reflector {
                     Some(next) => token = Some(next),
                     None => {
                         let version = page.metadata.resource_version.unwrap_or_default();
-                        let changes = self.cache.write(|s| s.replace_all(objects));
+                        let changes = self.cache.write(|s| {
+                            s.set_version(&version);
+                            s.replace_all(objects)
+                        });
                         self.notify(&changes);
                         self.stats.lists.fetch_add(1, Ordering::Relaxed);
                         if self.listed_once.swap(true, Ordering::Relaxed) {
@@ -404,14 +407,20 @@ impl Reflector {
                     .map_err(|e| WatchEnd::Failed(format!("{} event: {e}", event.kind)))?;
                 let rv = object.resource_version().to_owned();
                 self.stats.events.fetch_add(1, Ordering::Relaxed);
-                let change = if event.kind == "DELETED" {
+                if event.kind == "DELETED" {
                     let key: ObjectKey = object.key().clone();
-                    self.cache.write(|s| s.remove(&key, Some(object)))
+                    let change = self.cache.write(|s| {
+                        s.set_version(&rv);
+                        s.remove(&key, Some(object))
+                    });
+                    if let Some(change) = change {
+                        self.notify(std::slice::from_ref(&change));
+                    }
                 } else {
-                    self.cache.write(|s| s.upsert(object))
-                };
-                if let Some(change) = change {
-                    self.notify(std::slice::from_ref(&change));
+                    self.notify(&self.cache.write(|s| {
+                        s.set_version(&rv);
+                        s.upsert(object)
+                    }));
                 }
                 Ok(Some(rv).filter(|rv| !rv.is_empty()))
             }
@@ -427,6 +436,8 @@ impl Reflector {
                 }
                 let b: Bookmark = serde_json::from_str(object)
                     .map_err(|e| WatchEnd::Failed(format!("malformed bookmark: {e}")))?;
+                self.cache
+                    .write(|s| s.set_version(&b.metadata.resource_version));
                 Ok(Some(b.metadata.resource_version))
             }
             "ERROR" => {

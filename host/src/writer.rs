@@ -61,10 +61,24 @@ impl From<ApiError> for WriteError {
 pub struct Applied {
     /// Objects created (named by the server for `generateName`).
     pub created: Vec<ObjectRef>,
+    /// The highest resourceVersion the server gave a created object: once a
+    /// cache has seen this version, a created object missing from it was
+    /// deleted since.
+    pub created_version: Option<u64>,
     /// Objects deleted (explicitly or by pruning).
     pub deleted: Vec<ObjectRef>,
     /// Requests sent; a converged apply sends none.
     pub requests: usize,
+}
+
+impl Applied {
+    fn saw_created(&mut self, created: &Value) {
+        let version = created
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .and_then(|v| v.parse::<u64>().ok());
+        self.created_version = self.created_version.max(version);
+    }
 }
 
 /// The context of one outcome.
@@ -113,11 +127,16 @@ impl Writer {
         }
     }
 
-    /// Carries out `outcome` in order; stops at the first failure.
-    pub async fn execute(&self, t: &Target<'_>, outcome: &Outcome) -> Result<Applied, WriteError> {
+    /// Carries out `outcome` in order; stops at the first failure. What was
+    /// done before a failure is in `applied` too.
+    pub async fn execute(
+        &self,
+        t: &Target<'_>,
+        outcome: &Outcome,
+        applied: &mut Applied,
+    ) -> Result<(), WriteError> {
         let plugin = &t.manifest.name;
         let (agent, manager) = identity(plugin);
-        let mut applied = Applied::default();
         let mut kept: HashSet<ObjectRef> = HashSet::new();
         let default_ns = t.key.namespace.as_deref();
 
@@ -179,6 +198,7 @@ impl Writer {
                             .and_then(Value::as_str)
                             .unwrap_or_default();
                         applied.requests += 1;
+                        applied.saw_created(&created);
                         applied.created.push(ObjectRef {
                             api_version: api_version.to_owned(),
                             kind: kind.to_owned(),
@@ -199,16 +219,18 @@ impl Writer {
                             if let Some(owner) = &owner {
                                 add_owner(&mut desired, owner);
                             }
-                            self.send(
-                                Method::POST,
-                                &collection,
-                                &manager,
-                                &agent,
-                                &desired,
-                                "application/json",
-                            )
-                            .await?;
+                            let created = self
+                                .send(
+                                    Method::POST,
+                                    &collection,
+                                    &manager,
+                                    &agent,
+                                    &desired,
+                                    "application/json",
+                                )
+                                .await?;
                             applied.requests += 1;
+                            applied.saw_created(&created);
                             applied.created.push(target);
                         }
                         Some(live) => {
@@ -314,7 +336,7 @@ impl Writer {
         for event in &outcome.events {
             self.record(t, event).await;
         }
-        Ok(applied)
+        Ok(())
     }
 
     /// Adds the plugin's finalizer to the primary object.
