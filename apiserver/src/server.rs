@@ -29,6 +29,7 @@ pub struct Config {
     watch_history: usize,
     watch_buffer: usize,
     bookmark_interval: Duration,
+    streaming_lists: bool,
 }
 
 impl Default for Config {
@@ -46,6 +47,7 @@ impl Config {
             watch_history: 50_000,
             watch_buffer: 16_384,
             bookmark_interval: Duration::from_secs(60),
+            streaming_lists: true,
         }
     }
 
@@ -92,6 +94,15 @@ impl Config {
         self.bookmark_interval = every;
         self
     }
+
+    /// Whether watches may ask for streaming lists (`sendInitialEvents`;
+    /// default yes). Without them the server answers such a watch as an API
+    /// server with the WatchList feature off does: 422 Invalid — useful to
+    /// test clients' fallback to paged lists.
+    pub fn streaming_lists(mut self, enabled: bool) -> Self {
+        self.streaming_lists = enabled;
+        self
+    }
 }
 
 /// Why the server could not start.
@@ -115,6 +126,7 @@ pub(crate) struct Shared {
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) token: Option<String>,
     pub(crate) bookmark_interval: Duration,
+    pub(crate) streaming_lists: bool,
     pub(crate) server_addr: String,
 }
 
@@ -202,6 +214,7 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         shutdown,
         token: token.clone(),
         bookmark_interval: config.bookmark_interval,
+        streaming_lists: config.streaming_lists,
         server_addr: client_addr(addr).to_string(),
     });
     let gc_task = tokio::spawn(gc_loop(shared.clone()));

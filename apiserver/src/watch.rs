@@ -119,6 +119,13 @@ pub(crate) fn serve(
 ) -> ApiResult<Response<RespBody>> {
     let rv = q.non_empty("resourceVersion");
     let send_initial = q.flag("sendInitialEvents");
+    if send_initial && !shared.streaming_lists {
+        return Err(ApiError::invalid(
+            "ListOptions",
+            crate::status::Target { group: "meta.k8s.io", resource: "listoptions", name: "" },
+            &[("sendInitialEvents".into(), "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled".into())],
+        ));
+    }
     if send_initial && q.get("resourceVersionMatch") != Some("NotOlderThan") {
         return Err(ApiError::invalid(
             "ListOptions",

@@ -2,12 +2,20 @@
 //! selector, field selector), feeding one [`Cache`] and any number of
 //! handlers.
 //!
-//! Strategy, as client-go's reflector: list (in pages) to get the full state
-//! and a resourceVersion; watch from that version with bookmarks; after a
-//! disconnect resume from the last version seen; on `410 Gone` list again
-//! (the relist reports objects deleted meanwhile, so no delete is missed);
-//! treat a watch that sends nothing for `idle_timeout` as dead; back off with
-//! jitter on errors; hold relists of all informers to a shared bound.
+//! Strategy, as client-go's reflector: get the full state and a
+//! resourceVersion, then watch from that version with bookmarks; after a
+//! disconnect resume from the last version seen; on `410 Gone` get the full
+//! state again (which reports objects deleted meanwhile, so no delete is
+//! missed); treat a watch that sends nothing for `idle_timeout` as dead;
+//! back off with jitter on errors; hold relists of all informers to a shared
+//! bound.
+//!
+//! The full state comes from a *streaming list* where the server offers one
+//! (a watch with `sendInitialEvents=true`: every object as an ADDED event,
+//! then a bookmark marked `k8s.io/initial-events-end`, then the watch goes
+//! on over the same connection), so that no list response is ever held
+//! whole in memory. A server that refuses it (older API servers answer 4xx)
+//! or ignores it (a bookmark without the mark) gets paged LISTs instead.
 //!
 //! Handlers run synchronously on the informer's task after the cache has
 //! been updated, and must only do cheap, non-blocking work (enqueue a key).
@@ -64,6 +72,8 @@ pub struct InformerConfig {
     /// First delay after an error; doubles up to `max_backoff`.
     pub base_backoff: Duration,
     pub max_backoff: Duration,
+    /// Try streaming lists before paged LISTs.
+    pub streaming_lists: bool,
 }
 
 impl Default for InformerConfig {
@@ -74,6 +84,7 @@ impl Default for InformerConfig {
             watch_timeout: Duration::from_secs(300),
             base_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(30),
+            streaming_lists: true,
         }
     }
 }
@@ -81,7 +92,11 @@ impl Default for InformerConfig {
 /// Counters an operator watches.
 #[derive(Debug, Default)]
 pub struct InformerStats {
+    /// Full states fetched (paged LISTs and streaming lists).
     pub lists: AtomicU64,
+    /// Of those, the ones streamed.
+    pub streamed_lists: AtomicU64,
+    /// Full states fetched after the first one.
     pub relists: AtomicU64,
     pub watch_restarts: AtomicU64,
     pub events: AtomicU64,
@@ -217,6 +232,8 @@ enum WatchEnd {
     /// Nothing arrived for the idle timeout.
     Idle,
     Failed(String),
+    /// The server does not do streaming lists: use paged LISTs.
+    NoStreaming(String),
 }
 
 /// The task behind an informer.
@@ -236,32 +253,41 @@ impl Reflector {
     async fn run(self) {
         let mut version: Option<String> = None;
         let mut failures = 0u32;
+        let mut streaming = self.config.streaming_lists;
         loop {
-            let Some(from) = version.clone() else {
-                match self.list().await {
-                    Ok(rv) => {
-                        version = Some(rv);
-                        failures = 0;
+            let from = match &version {
+                Some(v) => Some(v.clone()),
+                None if streaming => None,
+                None => {
+                    match self.list().await {
+                        Ok(rv) => {
+                            version = Some(rv);
+                            failures = 0;
+                        }
+                        Err(e) => {
+                            self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                            failures += 1;
+                            tracing::warn!(informer = %self.spec, error = %e, attempt = failures, "list failed; retrying");
+                            tokio::time::sleep(self.backoff(failures)).await;
+                        }
                     }
-                    Err(e) => {
-                        self.stats.errors.fetch_add(1, Ordering::Relaxed);
-                        failures += 1;
-                        tracing::warn!(informer = %self.spec, error = %e, attempt = failures, "list failed; retrying");
-                        tokio::time::sleep(self.backoff(failures)).await;
-                    }
+                    continue;
                 }
-                continue;
             };
-            let end = self.watch(&from, &mut version).await;
+            let end = self.watch(from.as_deref(), &mut version).await;
             self.stats.watch_restarts.fetch_add(1, Ordering::Relaxed);
             match end {
                 WatchEnd::Closed => failures = 0,
                 WatchEnd::Gone => {
-                    tracing::info!(informer = %self.spec, version = %from, "resourceVersion expired (410); listing again");
+                    tracing::info!(informer = %self.spec, version = ?from, "resourceVersion expired (410); listing again");
                     version = None;
                 }
                 WatchEnd::Idle => {
                     tracing::warn!(informer = %self.spec, timeout = ?self.config.idle_timeout, "watch sent nothing; reconnecting");
+                }
+                WatchEnd::NoStreaming(why) => {
+                    tracing::info!(informer = %self.spec, reason = %why, "the server does not stream lists; listing in pages");
+                    streaming = false;
                 }
                 WatchEnd::Failed(e) => {
                     self.stats.errors.fetch_add(1, Ordering::Relaxed);
@@ -337,17 +363,7 @@ impl Reflector {
                     Some(next) => token = Some(next),
                     None => {
                         let version = page.metadata.resource_version.unwrap_or_default();
-                        let changes = self.cache.write(|s| {
-                            s.set_version(&version);
-                            s.replace_all(objects)
-                        });
-                        self.notify(&changes);
-                        self.stats.lists.fetch_add(1, Ordering::Relaxed);
-                        if self.listed_once.swap(true, Ordering::Relaxed) {
-                            self.stats.relists.fetch_add(1, Ordering::Relaxed);
-                        }
-                        let _ = self.synced.send(true);
-                        tracing::debug!(informer = %self.spec, %version, objects = self.cache.read(|s| s.len()), "listed");
+                        self.replace_all(objects, &version);
                         return Ok(version);
                     }
                 }
@@ -355,8 +371,26 @@ impl Reflector {
         }
     }
 
-    /// One watch connection from `from`; keeps `version` at the last seen.
-    async fn watch(&self, from: &str, version: &mut Option<String>) -> WatchEnd {
+    /// Replaces the cache with a full state at `version` and tells the
+    /// handlers what changed (deletes missed meanwhile included).
+    fn replace_all(&self, objects: Vec<CachedObject>, version: &str) {
+        let changes = self.cache.write(|s| {
+            s.set_version(version);
+            s.replace_all(objects)
+        });
+        self.notify(&changes);
+        self.stats.lists.fetch_add(1, Ordering::Relaxed);
+        if self.listed_once.swap(true, Ordering::Relaxed) {
+            self.stats.relists.fetch_add(1, Ordering::Relaxed);
+        }
+        let _ = self.synced.send(true);
+        tracing::debug!(informer = %self.spec, %version, objects = self.cache.read(|s| s.len()), "full state applied");
+    }
+
+    /// One watch connection: from `from`, or — with `None` — a streaming
+    /// list that fetches the full state first. Keeps `version` at the last
+    /// version seen (it stays `None` until a streaming list is complete).
+    async fn watch(&self, from: Option<&str>, version: &mut Option<String>) -> WatchEnd {
         let timeout = self
             .config
             .watch_timeout
@@ -365,14 +399,26 @@ impl Reflector {
             .max(1);
         let mut params = vec![
             ("watch".to_owned(), "true".to_owned()),
-            ("resourceVersion".into(), from.to_owned()),
             ("allowWatchBookmarks".into(), "true".into()),
             ("timeoutSeconds".into(), timeout.to_string()),
         ];
+        // A streaming list holds a relist permit until its state is complete.
+        let mut initial: Option<(Vec<CachedObject>, _)> = None;
+        match from {
+            Some(from) => params.push(("resourceVersion".into(), from.to_owned())),
+            None => {
+                params.push(("sendInitialEvents".into(), "true".into()));
+                params.push(("resourceVersionMatch".into(), "NotOlderThan".into()));
+                initial = Some((Vec::new(), self.relists.acquire().await));
+            }
+        }
         let path = self.query(&mut params);
         let mut stream = match self.client.stream(&path).await {
             Ok(s) => Box::pin(s),
             Err(e) if e.is_gone() => return WatchEnd::Gone,
+            Err(e) if from.is_none() && matches!(e.code, 400 | 405 | 422) => {
+                return WatchEnd::NoStreaming(e.to_string());
+            }
             Err(e) => return WatchEnd::Failed(e.to_string()),
         };
         let mut lines = LineBuffer::default();
@@ -387,12 +433,64 @@ impl Reflector {
                 return WatchEnd::Failed(e);
             }
             while let Some(line) = lines.next_line() {
-                match self.apply_line(&line) {
-                    Ok(Some(rv)) => *version = Some(rv),
+                let applied = match &mut initial {
+                    Some((objects, _)) => self.initial_line(&line, objects),
+                    None => self.apply_line(&line),
+                };
+                match applied {
+                    Ok(Some(rv)) => {
+                        if let Some((objects, _permit)) = initial.take() {
+                            self.replace_all(objects, &rv);
+                            self.stats.streamed_lists.fetch_add(1, Ordering::Relaxed);
+                        }
+                        *version = Some(rv);
+                    }
                     Ok(None) => {}
                     Err(end) => return end,
                 }
             }
+        }
+    }
+
+    /// One event of a streaming list's initial state: objects are collected;
+    /// the end bookmark returns the state's resourceVersion.
+    fn initial_line(
+        &self,
+        line: &[u8],
+        objects: &mut Vec<CachedObject>,
+    ) -> Result<Option<String>, WatchEnd> {
+        let event: WatchEvent<'_> = serde_json::from_slice(line)
+            .map_err(|e| WatchEnd::Failed(format!("malformed watch event: {e}")))?;
+        match event.kind {
+            "ADDED" => {
+                match CachedObject::parse(event.object.get()) {
+                    Ok(o) => objects.push(o),
+                    Err(e) => {
+                        tracing::warn!(informer = %self.spec, error = %e, "skipping malformed object in streaming list")
+                    }
+                }
+                Ok(None)
+            }
+            "BOOKMARK" => {
+                let b: Bookmark = serde_json::from_str(event.object.get())
+                    .map_err(|e| WatchEnd::Failed(format!("malformed bookmark: {e}")))?;
+                let end = b
+                    .metadata
+                    .annotations
+                    .get("k8s.io/initial-events-end")
+                    .is_some_and(|v| v == "true");
+                if end {
+                    Ok(Some(b.metadata.resource_version))
+                } else {
+                    Err(WatchEnd::NoStreaming(
+                        "a bookmark came before the end of the initial events".into(),
+                    ))
+                }
+            }
+            "ERROR" => self.apply_line(line).map(|_| None),
+            other => Err(WatchEnd::Failed(format!(
+                "{other} event before the initial events ended"
+            ))),
         }
     }
 
@@ -425,15 +523,6 @@ impl Reflector {
                 Ok(Some(rv).filter(|rv| !rv.is_empty()))
             }
             "BOOKMARK" => {
-                #[derive(Deserialize)]
-                struct Bookmark {
-                    metadata: BookmarkMeta,
-                }
-                #[derive(Deserialize)]
-                #[serde(rename_all = "camelCase")]
-                struct BookmarkMeta {
-                    resource_version: String,
-                }
                 let b: Bookmark = serde_json::from_str(object)
                     .map_err(|e| WatchEnd::Failed(format!("malformed bookmark: {e}")))?;
                 self.cache
@@ -502,6 +591,19 @@ struct ListMeta {
     resource_version: Option<String>,
     #[serde(default, rename = "continue")]
     continue_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Bookmark {
+    metadata: BookmarkMeta,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BookmarkMeta {
+    resource_version: String,
+    #[serde(default)]
+    annotations: std::collections::HashMap<String, String>,
 }
 
 #[derive(Deserialize)]

@@ -3,7 +3,7 @@
 //! server's watch history is compacted (so resuming gets 410 and the
 //! informer must list again), and objects change meanwhile. At quiescence
 //! the cache must equal a fresh LIST and every delete must have reached the
-//! handlers. Repeated over several seeds.
+//! handlers. Repeated over several seeds, with streaming and paged lists.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
@@ -76,7 +76,11 @@ async fn run_seed(seed: u64) -> (u64, u64) {
     let server = windlass_apiserver::start(
         windlass_apiserver::Config::new()
             .in_memory()
-            .bookmark_interval(Duration::from_millis(200)),
+            .bookmark_interval(Duration::from_millis(200))
+            // Seeds take turns: streaming lists (0), paged lists because the
+            // informer asks for them (1), or because the server refuses to
+            // stream (2), so the informer must fall back.
+            .streaming_lists(seed % 3 != 2),
     )
     .await
     .unwrap();
@@ -113,6 +117,7 @@ async fn run_seed(seed: u64) -> (u64, u64) {
             idle_timeout: Duration::from_secs(2),
             base_backoff: Duration::from_millis(20),
             max_backoff: Duration::from_millis(300),
+            streaming_lists: seed % 3 != 1,
             ..InformerConfig::default()
         },
         Arc::new(Semaphore::new(2)),
@@ -218,9 +223,20 @@ async fn run_seed(seed: u64) -> (u64, u64) {
         missed.is_empty(),
         "seed {seed}: deletes never delivered: {missed:?}"
     );
+    let stats = informer.stats();
+    let streamed = stats.streamed_lists.load(Ordering::Relaxed);
+    let lists = stats.lists.load(Ordering::Relaxed);
+    if seed.is_multiple_of(3) {
+        assert_eq!(
+            streamed, lists,
+            "seed {seed}: every full state was streamed"
+        );
+    } else {
+        assert_eq!(streamed, 0, "seed {seed}: paged lists only");
+    }
     let stats = (
-        informer.stats().relists.load(Ordering::Relaxed),
-        informer.stats().watch_restarts.load(Ordering::Relaxed),
+        stats.relists.load(Ordering::Relaxed),
+        stats.watch_restarts.load(Ordering::Relaxed),
     );
     informer.stop();
     server.shutdown().await;
