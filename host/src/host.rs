@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::client::ApiClient;
 use crate::controller::{Controller, StatsSnapshot};
-use crate::discovery::Discovery;
+use crate::discovery::{Discovery, DiscoveryError};
 use crate::informer::InformerConfig;
 use crate::informers::Informers;
 use crate::runtime::{Plugin, Runtime, RuntimeConfig};
@@ -56,14 +56,54 @@ pub struct PluginStatus {
     pub error: Option<String>,
 }
 
+/// A loaded plugin: running, or waiting for the API server to serve its
+/// kinds (a CustomResourceDefinition not installed yet, or the server not
+/// reachable), which is retried until it works.
+enum Slot {
+    Running(Controller),
+    Waiting {
+        plugin: Plugin,
+        /// Tells this wait from a later one for the same plugin.
+        id: u64,
+        reason: Arc<Mutex<String>>,
+        retry: tokio::task::JoinHandle<()>,
+    },
+}
+
+impl Slot {
+    fn plugin(&self) -> Plugin {
+        match self {
+            Slot::Running(c) => c.plugin(),
+            Slot::Waiting { plugin, .. } => plugin.clone(),
+        }
+    }
+
+    /// Stops it: a running controller drains within `grace`; a wait ends.
+    async fn stop(self, grace: Duration) {
+        match self {
+            Slot::Running(c) => c.shutdown(grace).await,
+            Slot::Waiting { retry, .. } => retry.abort(),
+        }
+    }
+}
+
+type Controllers = Arc<tokio::sync::Mutex<BTreeMap<String, (PathBuf, Slot)>>>;
+
+/// First and longest pause between attempts to start a waiting plugin.
+const WAIT_RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(30));
+
 /// The running host.
 pub struct Host {
     runtime: Runtime,
     informers: Arc<Informers>,
     writer: Arc<Writer>,
     grace: Duration,
-    /// Loaded controllers by plugin name, with the file each came from.
-    controllers: tokio::sync::Mutex<BTreeMap<String, (PathBuf, Controller)>>,
+    /// Loaded plugins by name, with the file each came from. Held only
+    /// briefly: nothing waits for a controller to drain under it.
+    controllers: Controllers,
+    /// Serialises installs and unloads (which may wait for a drain).
+    changing: Arc<tokio::sync::Mutex<()>>,
+    waits: std::sync::atomic::AtomicU64,
     /// Files that failed to load, with the reason.
     errors: Mutex<BTreeMap<PathBuf, String>>,
     installs: std::sync::atomic::AtomicU64,
@@ -88,7 +128,9 @@ impl Host {
             )),
             writer: Arc::new(Writer::new(client, discovery)),
             grace: config.grace,
-            controllers: tokio::sync::Mutex::new(BTreeMap::new()),
+            controllers: Arc::default(),
+            changing: Arc::default(),
+            waits: std::sync::atomic::AtomicU64::new(0),
             errors: Mutex::new(BTreeMap::new()),
             installs: std::sync::atomic::AtomicU64::new(0),
         })
@@ -141,31 +183,97 @@ impl Host {
 
     async fn install(&self, path: &Path, plugin: Plugin) -> anyhow::Result<String> {
         let name = plugin.name().to_owned();
-        let mut controllers = self.controllers.lock().await;
-        if let Some((old_path, running)) = controllers.get(&name) {
-            if old_path != path {
-                anyhow::bail!(
-                    "{}: a plugin named {name:?} is already loaded from {}",
-                    path.display(),
-                    old_path.display()
-                );
+        let _changing = self.changing.lock().await;
+        let old = {
+            let mut controllers = self.controllers.lock().await;
+            if let Some((old_path, slot)) = controllers.get(&name) {
+                if old_path != path {
+                    anyhow::bail!(
+                        "{}: a plugin named {name:?} is already loaded from {}",
+                        path.display(),
+                        old_path.display()
+                    );
+                }
+                if let Slot::Running(running) = slot
+                    && running.manifest() == plugin.manifest()
+                {
+                    // Same watches: swap the code under the running queue.
+                    running.replace_plugin(plugin);
+                    self.installs
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tracing::info!(plugin = %name, "plugin updated in place");
+                    return Ok(name);
+                }
             }
-            if running.manifest() == plugin.manifest() {
-                // Same watches: swap the code under the running queue.
-                running.replace_plugin(plugin);
-                tracing::info!(plugin = %name, "plugin updated in place");
-                return Ok(name);
-            }
-        }
+            controllers.remove(&name)
+        };
         // New, or its manifest changed: start it afresh. The old controller
         // drains first so no key is processed by both; every key is
         // enqueued again by the new one, so no work is lost.
-        if let Some((_, old)) = controllers.remove(&name) {
-            old.shutdown(self.grace).await;
+        if let Some((_, old)) = old {
+            old.stop(self.grace).await;
         }
-        let controller = Controller::start(plugin, &self.informers, self.writer.clone()).await?;
-        controllers.insert(name.clone(), (path.to_path_buf(), controller));
+        let slot =
+            match Controller::start(plugin.clone(), &self.informers, self.writer.clone()).await {
+                Ok(controller) => Slot::Running(controller),
+                Err(e) => self.wait(path, plugin, e),
+            };
+        self.installs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.controllers
+            .lock()
+            .await
+            .insert(name.clone(), (path.to_path_buf(), slot));
         Ok(name)
+    }
+
+    /// A slot for a plugin whose kinds are not served yet, with a task that
+    /// keeps trying to start it (backing off up to 30 s) and swaps it in.
+    fn wait(&self, path: &Path, plugin: Plugin, error: DiscoveryError) -> Slot {
+        let name = plugin.name().to_owned();
+        let id = self
+            .waits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let reason = Arc::new(Mutex::new(error.to_string()));
+        tracing::warn!(plugin = %name, file = %path.display(), %error, "plugin waits for its kinds to be served; retrying");
+        let (controllers, changing) = (self.controllers.clone(), self.changing.clone());
+        let (informers, writer) = (self.informers.clone(), self.writer.clone());
+        let (p, r) = (plugin.clone(), reason.clone());
+        let retry = tokio::spawn(async move {
+            let mut pause = WAIT_RETRY.0;
+            loop {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(WAIT_RETRY.1);
+                match Controller::start(p.clone(), &informers, writer.clone()).await {
+                    Ok(controller) => {
+                        let _changing = changing.lock().await;
+                        let mut controllers = controllers.lock().await;
+                        let still_ours = matches!(
+                            controllers.get(&name),
+                            Some((_, Slot::Waiting { id: waiting, .. })) if *waiting == id
+                        );
+                        if still_ours {
+                            tracing::info!(plugin = %name, "its kinds are served now; plugin started");
+                            if let Some((_, slot)) = controllers.get_mut(&name) {
+                                // The old slot is this task's own: nothing to stop.
+                                *slot = Slot::Running(controller);
+                            }
+                        }
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::debug!(plugin = %name, error = %e, retry_in = ?pause, "plugin still waiting");
+                        *r.lock().unwrap_or_else(|e| e.into_inner()) = e.to_string();
+                    }
+                }
+            }
+        });
+        Slot::Waiting {
+            plugin,
+            id,
+            reason,
+            retry,
+        }
     }
 
     /// True when the plugin from `path` runs exactly this content (SHA-256,
@@ -177,7 +285,7 @@ impl Host {
             .lock()
             .await
             .values()
-            .any(|(p, c)| p == path && c.plugin().digest() == digest);
+            .any(|(p, slot)| p == path && slot.plugin().digest() == digest);
         if running {
             self.errors
                 .lock()
@@ -199,13 +307,17 @@ impl Host {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(path);
-        let mut controllers = self.controllers.lock().await;
-        let name = controllers
-            .iter()
-            .find(|(_, (p, _))| p == path)
-            .map(|(n, _)| n.clone());
-        if let Some((_, controller)) = name.and_then(|n| controllers.remove(&n)) {
-            controller.shutdown(self.grace).await;
+        let _changing = self.changing.lock().await;
+        let slot = {
+            let mut controllers = self.controllers.lock().await;
+            let name = controllers
+                .iter()
+                .find(|(_, (p, _))| p == path)
+                .map(|(n, _)| n.clone());
+            name.and_then(|n| controllers.remove(&n))
+        };
+        if let Some((_, slot)) = slot {
+            slot.stop(self.grace).await;
         }
     }
 
@@ -231,13 +343,14 @@ impl Host {
         loaded
     }
 
-    /// True once every loaded plugin's informers have listed.
+    /// True once every loaded plugin runs and its informers have listed (a
+    /// plugin waiting for its kinds is not ready).
     pub async fn is_ready(&self) -> bool {
         self.controllers
             .lock()
             .await
             .values()
-            .all(|(_, c)| c.is_synced())
+            .all(|(_, slot)| matches!(slot, Slot::Running(c) if c.is_synced()))
     }
 
     /// Counters and queue depth (ready, delayed, in flight) of every
@@ -249,13 +362,14 @@ impl Host {
             .lock()
             .await
             .iter()
-            .map(|(name, (path, c))| {
-                (
+            .filter_map(|(name, (path, slot))| match slot {
+                Slot::Running(c) => Some((
                     name.clone(),
                     path.display().to_string(),
                     c.stats().snapshot(),
                     c.queue_depth(),
-                )
+                )),
+                Slot::Waiting { .. } => None,
             })
             .collect()
     }
@@ -263,29 +377,43 @@ impl Host {
     /// One row per plugin file, loaded or failed.
     pub async fn status(&self) -> Vec<PluginStatus> {
         let mut rows: Vec<PluginStatus> = Vec::new();
-        for (path, controller) in self.controllers.lock().await.values() {
-            let plugin = controller.plugin();
-            let (ready, delayed, in_flight) = controller.queue_depth();
-            let m = controller.manifest();
-            rows.push(PluginStatus {
+        for (path, slot) in self.controllers.lock().await.values() {
+            let plugin = slot.plugin();
+            let m = plugin.manifest();
+            let mut row = PluginStatus {
                 file: path.display().to_string(),
                 name: Some(m.name.clone()),
                 version: Some(m.version.clone()),
                 digest: Some(plugin.digest().to_owned()),
                 reconciles: Some(m.reconciles.kind.to_string()),
-                synced: controller.is_synced(),
-                queue_ready: ready,
-                queue_delayed: delayed,
-                in_flight,
-                reconciles_total: controller.stats().snapshot().reconciles,
-                failures_total: controller.stats().snapshot().failures,
+                synced: false,
+                queue_ready: 0,
+                queue_delayed: 0,
+                in_flight: 0,
+                reconciles_total: 0,
+                failures_total: 0,
                 error: None,
-            });
+            };
+            match slot {
+                Slot::Running(controller) => {
+                    let (ready, delayed, in_flight) = controller.queue_depth();
+                    let stats = controller.stats().snapshot();
+                    row.synced = controller.is_synced();
+                    (row.queue_ready, row.queue_delayed, row.in_flight) =
+                        (ready, delayed, in_flight);
+                    (row.reconciles_total, row.failures_total) = (stats.reconciles, stats.failures);
+                }
+                Slot::Waiting { reason, .. } => {
+                    let reason = reason.lock().unwrap_or_else(|e| e.into_inner());
+                    row.error = Some(format!("not started: {reason}; retrying"));
+                }
+            }
+            rows.push(row);
         }
         for (path, error) in self.errors.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             let file = path.display().to_string();
             match rows.iter_mut().find(|r| r.file == file) {
-                // A newer version failed; the old one still runs.
+                // A newer version failed; the old one still runs (or waits).
                 Some(row) => row.error = Some(error.clone()),
                 None => rows.push(PluginStatus {
                     file,
@@ -310,14 +438,11 @@ impl Host {
     /// Stops every controller: no new work, in-flight reconciles get the
     /// grace period.
     pub async fn shutdown(&self) {
+        let _changing = self.changing.lock().await;
         let controllers = std::mem::take(&mut *self.controllers.lock().await);
         let grace = self.grace;
-        futures::future::join_all(
-            controllers
-                .into_values()
-                .map(|(_, controller)| controller.shutdown(grace)),
-        )
-        .await;
+        futures::future::join_all(controllers.into_values().map(|(_, slot)| slot.stop(grace)))
+            .await;
     }
 }
 

@@ -271,3 +271,92 @@ async fn a_conflict_storm_converges() {
     env.host.shutdown().await;
     env.server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_whose_crd_comes_later_starts_once_it_is_served() {
+    let Env {
+        server: _server,
+        client,
+        host,
+    } = env().await;
+    let file = windlass_tests::plugin("test-crd");
+    host.load_file(&file)
+        .await
+        .expect("a plugin whose kind is not served yet is accepted and waits");
+    let row = host
+        .status()
+        .await
+        .into_iter()
+        .find(|r| r.name.as_deref() == Some("test-crd"))
+        .expect("status row");
+    let error = row.error.expect("the wait is reported");
+    assert!(
+        error.contains("does not serve example.com/v1 Widget") && error.contains("retrying"),
+        "{error}"
+    );
+    assert!(!host.is_ready().await, "a waiting plugin is not ready");
+
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    });
+    send(
+        &client,
+        Method::POST,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        "application/json",
+        crd,
+    )
+    .await
+    .expect("create the CRD");
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"size": "large"}});
+    eventually("the Widget is created", Duration::from_secs(10), || async {
+        send(
+            &client,
+            Method::POST,
+            "/apis/example.com/v1/namespaces/default/widgets",
+            "application/json",
+            widget.clone(),
+        )
+        .await
+        .map(drop)
+    })
+    .await;
+    eventually(
+        "the plugin starts and reconciles the Widget",
+        Duration::from_secs(30),
+        || async {
+            let cm = client
+                .get("/api/v1/namespaces/default/configmaps/w-widget")
+                .await
+                .map_err(|e| e.to_string())?;
+            let cm: Value = serde_json::from_slice(&cm).unwrap();
+            (cm["data"]["size"] == "large")
+                .then_some(())
+                .ok_or_else(|| cm.to_string())
+        },
+    )
+    .await;
+    let row = host
+        .status()
+        .await
+        .into_iter()
+        .find(|r| r.name.as_deref() == Some("test-crd"))
+        .unwrap();
+    assert_eq!(row.error, None);
+    eventually("the host is ready", Duration::from_secs(10), || async {
+        host.is_ready()
+            .await
+            .then_some(())
+            .ok_or_else(|| "not ready".to_owned())
+    })
+    .await;
+    host.shutdown().await;
+}
