@@ -396,6 +396,21 @@ fn delete_options(q: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
     } else if b["orphanDependents"].as_bool() == Some(true) || q.flag("orphanDependents") {
         opts.propagation = Propagation::Orphan;
     }
+    opts.grace_period = match b.get("gracePeriodSeconds") {
+        Some(v) if !v.is_null() => Some(v.as_i64().ok_or_else(|| {
+            ApiError::bad_request(format!("gracePeriodSeconds must be an integer, not {v}"))
+        })?),
+        _ => q
+            .non_empty("gracePeriodSeconds")
+            .map(|v| {
+                v.parse::<i64>().map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "gracePeriodSeconds must be an integer, not {v:?}"
+                    ))
+                })
+            })
+            .transpose()?,
+    };
     opts.uid = b["preconditions"]["uid"].as_str().map(str::to_owned);
     opts.resource_version = b["preconditions"]["resourceVersion"]
         .as_str()

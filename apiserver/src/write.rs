@@ -72,6 +72,41 @@ pub(crate) struct DeleteOptions {
     pub(crate) propagation: Propagation,
     pub(crate) uid: Option<String>,
     pub(crate) resource_version: Option<String>,
+    /// `gracePeriodSeconds`: for pods, how long the kubelet gets.
+    pub(crate) grace_period: Option<i64>,
+}
+
+/// A pod's graceful-deletion period for this delete, as the real server
+/// decides it: the request's `gracePeriodSeconds`, else the pod's
+/// `terminationGracePeriodSeconds`, else 30; but 0 (delete now) for a pod
+/// no node runs — never scheduled, or already finished. `None` for every
+/// other kind, which is deleted at once.
+fn pod_grace_period(req: &Req<'_>, pod: &Value, opts: &DeleteOptions) -> Option<i64> {
+    if !(req.res.group.is_empty() && req.res.plural == "pods") {
+        return None;
+    }
+    let requested = opts
+        .grace_period
+        .or_else(|| pod["spec"]["terminationGracePeriodSeconds"].as_i64())
+        .unwrap_or(30);
+    let unscheduled = pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty);
+    let finished = matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    );
+    Some(if unscheduled || finished {
+        0
+    } else {
+        requested.max(0)
+    })
+}
+
+/// The grace period a deleting object still has, from its
+/// `deletionGracePeriodSeconds` (0 when unset).
+fn deletion_grace(o: &Value) -> i64 {
+    o["metadata"]["deletionGracePeriodSeconds"]
+        .as_i64()
+        .unwrap_or(0)
 }
 
 pub(crate) const FOREGROUND: &str = "foregroundDeletion";
@@ -458,7 +493,8 @@ pub(crate) fn commit_update(
         });
     }
     let deleting = object::is_deleting(&new);
-    let gone = deleting && object::finalizers(&new).is_empty();
+    // A pod in its grace period stays until the kubelet's final delete.
+    let gone = deleting && object::finalizers(&new).is_empty() && deletion_grace(&new) == 0;
     if req.dry_run {
         return Ok(Written {
             obj: Arc::new(Obj::new(old.rv, new)),
@@ -548,6 +584,23 @@ pub(crate) fn delete(
         ));
     }
     let mut new = old.value.clone();
+    let grace = pod_grace_period(req, &old.value, opts).unwrap_or(0);
+    // A deleting pod's grace period can only shrink; once it is 0 (the
+    // kubelet's final delete) the pod goes as soon as no finalizer holds it.
+    let graceful = if object::is_deleting(&old.value) {
+        let current = deletion_grace(&old.value);
+        if grace < current {
+            let meta = meta_mut(&mut new);
+            meta.insert(
+                "deletionTimestamp".into(),
+                Value::String(crate::time::format_rfc3339(crate::time::now_secs() + grace)),
+            );
+            meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
+        }
+        grace.min(current) > 0
+    } else {
+        grace > 0
+    };
     let mut fins = object::finalizers(&new);
     match opts.propagation {
         Propagation::Foreground if !fins.iter().any(|f| f == FOREGROUND) => {
@@ -559,7 +612,7 @@ pub(crate) fn delete(
     if is_namespace {
         new["status"]["phase"] = json!("Terminating");
     }
-    if fins.is_empty() && !is_namespace {
+    if fins.is_empty() && !is_namespace && !graceful {
         if req.dry_run {
             return Ok(Written {
                 obj: old.clone(),
@@ -580,8 +633,11 @@ pub(crate) fn delete(
     object::set_finalizers(&mut new, fins);
     if !object::is_deleting(&new) {
         let meta = meta_mut(&mut new);
-        meta.insert("deletionTimestamp".into(), Value::String(now_rfc3339()));
-        meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+        meta.insert(
+            "deletionTimestamp".into(),
+            Value::String(crate::time::format_rfc3339(crate::time::now_secs() + grace)),
+        );
+        meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
     }
     if new == old.value {
         return Ok(Written {

@@ -234,6 +234,35 @@ async fn write_semantics() {
         .get(&format!("{PODS}?fieldSelector=spec.nodeName%3Dn1"))
         .await;
     assert_eq!(l["items"].as_array().unwrap().len(), 1);
+    // A pod a node runs is deleted gracefully: it stays, terminating, until
+    // the kubelet's final delete (grace 0); its grace period only shrinks.
+    let (c, d) = http.delete(&format!("{PODS}/p")).await;
+    assert_eq!(c, 200, "{d}");
+    assert_eq!(d["metadata"]["deletionGracePeriodSeconds"], 30, "{d}");
+    let (c, p) = http.get(&format!("{PODS}/p")).await;
+    assert_eq!(c, 200);
+    assert!(p["metadata"]["deletionTimestamp"].is_string(), "{p}");
+    let longer = json!({"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 60});
+    let (_, p) = http
+        .send(
+            "DELETE",
+            &format!("{PODS}/p"),
+            "application/json",
+            Some(&longer),
+        )
+        .await;
+    assert_eq!(
+        p["metadata"]["deletionGracePeriodSeconds"], 30,
+        "never lengthened: {p}"
+    );
+    let (_, p) = http.delete(&format!("{PODS}/p?gracePeriodSeconds=5")).await;
+    assert_eq!(p["metadata"]["deletionGracePeriodSeconds"], 5, "{p}");
+    let (c, _) = http.delete(&format!("{PODS}/p?gracePeriodSeconds=x")).await;
+    assert_eq!(c, 400);
+    let (c, _) = http.delete(&format!("{PODS}/p?gracePeriodSeconds=0")).await;
+    assert_eq!(c, 200);
+    let (c, _) = http.get(&format!("{PODS}/p")).await;
+    assert_eq!(c, 404, "gone after the final delete");
     // deletecollection with a selector.
     http.post(PODS, &pod("q")).await;
     let mut other = pod("r");
