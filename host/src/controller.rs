@@ -267,7 +267,18 @@ impl Controller {
 
     /// True once every informer this plugin uses has listed.
     pub fn is_synced(&self) -> bool {
-        self.shared.primary.is_synced() && self.shared.owns.iter().all(|(_, i)| i.is_synced())
+        self.shared.view.informers().all(|i| i.is_synced())
+    }
+
+    /// Why informers this plugin uses have not listed yet, one line each
+    /// (e.g. the API server refuses access).
+    pub fn sync_problems(&self) -> Vec<String> {
+        self.shared
+            .view
+            .informers()
+            .filter(|i| !i.is_synced())
+            .filter_map(|i| Some(format!("{}: {}", i.spec(), i.stats().last_error()?)))
+            .collect()
     }
 
     /// Stops taking work, lets in-flight reconciles finish within `grace`,

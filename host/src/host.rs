@@ -399,6 +399,12 @@ impl Host {
                     let (ready, delayed, in_flight) = controller.queue_depth();
                     let stats = controller.stats().snapshot();
                     row.synced = controller.is_synced();
+                    if !row.synced {
+                        let problems = controller.sync_problems();
+                        if !problems.is_empty() {
+                            row.error = Some(format!("not synced: {}", problems.join("; ")));
+                        }
+                    }
                     (row.queue_ready, row.queue_delayed, row.in_flight) =
                         (ready, delayed, in_flight);
                     (row.reconciles_total, row.failures_total) = (stats.reconciles, stats.failures);

@@ -101,6 +101,30 @@ pub struct InformerStats {
     pub watch_restarts: AtomicU64,
     pub events: AtomicU64,
     pub errors: AtomicU64,
+    /// The last list or watch failure, until a list or watch works again.
+    last_error: std::sync::Mutex<Option<String>>,
+}
+
+impl InformerStats {
+    /// Why the informer cannot list or watch right now, if it cannot.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn failed(&self, error: String) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
+    }
+
+    fn recovered(&self) {
+        let mut last = self.last_error.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some() {
+            *last = None;
+        }
+    }
 }
 
 /// Called with every change, after the cache has it.
@@ -265,7 +289,7 @@ impl Reflector {
                             failures = 0;
                         }
                         Err(e) => {
-                            self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                            self.stats.failed(format!("list failed: {e}"));
                             failures += 1;
                             tracing::warn!(informer = %self.spec, error = %e, attempt = failures, "list failed; retrying");
                             tokio::time::sleep(self.backoff(failures)).await;
@@ -290,7 +314,7 @@ impl Reflector {
                     streaming = false;
                 }
                 WatchEnd::Failed(e) => {
-                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                    self.stats.failed(format!("watch failed: {e}"));
                     failures += 1;
                     tracing::warn!(informer = %self.spec, error = %e, attempt = failures, "watch failed; resuming");
                     tokio::time::sleep(self.backoff(failures)).await;
@@ -378,6 +402,7 @@ impl Reflector {
             s.set_version(version);
             s.replace_all(objects)
         });
+        self.stats.recovered();
         self.notify(&changes);
         self.stats.lists.fetch_add(1, Ordering::Relaxed);
         if self.listed_once.swap(true, Ordering::Relaxed) {
@@ -414,7 +439,10 @@ impl Reflector {
         }
         let path = self.query(&mut params);
         let mut stream = match self.client.stream(&path).await {
-            Ok(s) => Box::pin(s),
+            Ok(s) => {
+                self.stats.recovered();
+                Box::pin(s)
+            }
             Err(e) if e.is_gone() => return WatchEnd::Gone,
             Err(e) if from.is_none() && matches!(e.code, 400 | 405 | 422) => {
                 return WatchEnd::NoStreaming(e.to_string());

@@ -91,6 +91,11 @@ impl PluginView {
         Self { informers }
     }
 
+    /// Every informer the plugin uses.
+    pub fn informers(&self) -> impl Iterator<Item = &Arc<Informer>> {
+        self.informers.iter().map(|(_, i)| i)
+    }
+
     fn of_kind<'a>(&'a self, kind: &'a KindRef) -> impl Iterator<Item = &'a Arc<Informer>> + 'a {
         self.informers
             .iter()

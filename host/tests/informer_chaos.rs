@@ -261,3 +261,52 @@ async fn informers_converge_through_cuts_compaction_and_missed_deletes() {
         "restarts {restarts}, relists {relists}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_informer_that_cannot_list_says_why_until_it_can() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
+        .await
+        .unwrap();
+    let proxy = Proxy::start(server.addr()).await;
+    proxy.set_refusing(true);
+    let client =
+        ApiClient::from_kubeconfig_yaml(&proxy.kubeconfig(&server.kubeconfig(), server.addr()))
+            .await
+            .unwrap();
+    let informer = Informer::start(
+        client,
+        InformerSpec {
+            resource: ApiResource {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                plural: "configmaps".into(),
+                namespaced: true,
+                has_status: false,
+            },
+            namespace: None,
+            label_selector: None,
+            field_selector: None,
+        },
+        InformerConfig {
+            base_backoff: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(100),
+            ..InformerConfig::default()
+        },
+        Arc::new(Semaphore::new(1)),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let error = loop {
+        if let Some(e) = informer.stats().last_error() {
+            break e;
+        }
+        assert!(Instant::now() < deadline, "no error reported");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(error.contains("failed"), "{error}");
+    assert!(!informer.is_synced());
+    proxy.set_refusing(false);
+    tokio::time::timeout(Duration::from_secs(10), informer.wait_synced())
+        .await
+        .expect("synced once the server is reachable");
+    assert_eq!(informer.stats().last_error(), None);
+}
