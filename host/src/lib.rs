@@ -10,6 +10,7 @@
 //! - [`host`]: the host: informers, writer, runtime, a controller per plugin.
 //! - [`informer`]: a list-watch informer feeding a cache and handlers.
 //! - [`informers`]: informers shared between plugins; each plugin's view.
+//! - [`leader`]: leader election over a Lease, for several replicas.
 //! - [`runtime`]: loads plugin components and calls them under limits.
 //! - [`objects`]: reads Kubernetes objects from YAML/JSON files.
 //! - [`offline`]: a fixed object set that stands in for the cluster cache.
@@ -27,6 +28,7 @@ pub mod discovery;
 pub mod host;
 pub mod informer;
 pub mod informers;
+pub mod leader;
 pub mod objects;
 pub mod offline;
 pub mod plugin_dir;

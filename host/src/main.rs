@@ -69,8 +69,41 @@ struct RunArgs {
     /// Seconds in-flight reconciles get to finish at shutdown.
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     grace: u64,
+    /// Run several replicas: only the holder of a coordination.k8s.io Lease
+    /// reconciles; the others stand by and take over when it goes.
+    #[arg(long)]
+    leader_elect: bool,
+    /// With --leader-elect: the Lease's namespace (default: this pod's
+    /// namespace in a cluster, else `default`).
+    #[arg(long, value_name = "NAMESPACE", requires = "leader_elect")]
+    leader_elect_namespace: Option<String>,
+    /// With --leader-elect: the Lease's name; replicas sharing it elect one leader.
+    #[arg(
+        long,
+        default_value = "windlass",
+        value_name = "NAME",
+        requires = "leader_elect"
+    )]
+    leader_elect_name: String,
     #[command(flatten)]
     limits: Limits,
+}
+
+impl RunArgs {
+    fn lease(&self) -> windlass::leader::LeaseConfig {
+        let namespace = self.leader_elect_namespace.clone().unwrap_or_else(|| {
+            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+                .ok()
+                .map(|ns| ns.trim().to_owned())
+                .filter(|ns| !ns.is_empty())
+                .unwrap_or_else(|| "default".to_owned())
+        });
+        windlass::leader::LeaseConfig::new(
+            &namespace,
+            &self.leader_elect_name,
+            &windlass::leader::default_identity(),
+        )
+    }
 }
 
 #[derive(Args)]
@@ -280,7 +313,7 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
             .context("no usable kubeconfig (use --kubeconfig FILE, KUBECONFIG, or --embedded)")?
     };
     let host = std::sync::Arc::new(windlass::host::Host::new(
-        client,
+        client.clone(),
         windlass::host::HostConfig {
             runtime: args.limits.runtime_config(),
             grace: Duration::from_secs(args.grace),
@@ -297,6 +330,23 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let shutdown = windlass::shutdown::signal();
+    tokio::pin!(shutdown);
+    let mut elector = args
+        .leader_elect
+        .then(|| windlass::leader::Elector::new(client.clone(), args.lease()));
+    if let Some(elector) = &mut elector {
+        let lease = elector.config();
+        tracing::info!(lease = %format!("{}/{}", lease.namespace, lease.name), identity = %lease.identity, "waiting to become the leader");
+        tokio::select! {
+            () = elector.acquire() => {}
+            () = &mut shutdown => {
+                tracing::info!("shutting down before becoming the leader");
+                stop_embedded(embedded).await;
+                return Ok(());
+            }
+        }
+    }
     let _plugins = windlass::plugin_dir::PluginDir::watch(&args.plugins, host.clone())
         .await
         .with_context(|| {
@@ -305,13 +355,35 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
                 args.plugins.display()
             )
         })?;
-    windlass::shutdown::signal().await;
+    let lost = match &mut elector {
+        Some(elector) => tokio::select! {
+            lost = elector.hold() => Some(lost),
+            () = &mut shutdown => None,
+        },
+        None => {
+            shutdown.await;
+            None
+        }
+    };
     tracing::info!("shutting down: finishing in-flight reconciles");
     host.shutdown().await;
-    if let Some(server) = embedded {
+    if let Some(lost) = lost {
+        stop_embedded(embedded).await;
+        // Another replica may be leading already: stop at once, as
+        // kube-controller-manager does, and let the restart stand by.
+        bail!("lost leadership: {lost}");
+    }
+    if let Some(elector) = &mut elector {
+        elector.release().await;
+    }
+    stop_embedded(embedded).await;
+    Ok(())
+}
+
+async fn stop_embedded(server: Option<windlass_apiserver::RunningServer>) {
+    if let Some(server) = server {
         server.shutdown().await;
     }
-    Ok(())
 }
 
 async fn serve_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {

@@ -204,3 +204,147 @@ fn windlass_run_reconciles_what_kubectl_applies() {
     assert!(status.success(), "exit {status}; log:\n{stderr}");
     assert!(stderr.contains("shutting down"), "{stderr}");
 }
+
+/// The holder of the `windlass` Lease, as kubectl sees it.
+fn lease_holder(kubeconfig: &Path) -> String {
+    let out = kubectl(
+        kubeconfig,
+        &[
+            "get",
+            "lease",
+            "windlass",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ],
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn pods(kubeconfig: &Path) -> usize {
+    let out = kubectl(kubeconfig, &["get", "pods", "-l", "app=web", "-o", "json"]);
+    serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .ok()
+        .and_then(|l| l["items"].as_array().map(Vec::len))
+        .unwrap_or(0)
+}
+
+#[test]
+fn replicas_elect_one_leader_and_hand_over_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::copy(
+        windlass_tests::plugin("replicaset"),
+        plugins.join("replicaset.wasm"),
+    )
+    .unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let _server = Running(
+        Command::new(env!("CARGO_BIN_EXE_windlass"))
+            .args([
+                "apiserver",
+                "--in-memory",
+                "--listen",
+                "127.0.0.1:0",
+                "--write-kubeconfig",
+            ])
+            .arg(&kubeconfig)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the API server"),
+    );
+    wait_for("the kubeconfig", Duration::from_secs(30), || {
+        kubeconfig
+            .is_file()
+            .then_some(())
+            .ok_or_else(|| "missing".to_owned())
+    });
+    let replica = |admin: u16| {
+        Running(
+            Command::new(env!("CARGO_BIN_EXE_windlass"))
+                .arg("run")
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .arg("--plugins")
+                .arg(&plugins)
+                .args(["--leader-elect", "--admin", &format!("127.0.0.1:{admin}")])
+                .env("XDG_CACHE_HOME", dir.path().join("cache"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start windlass"),
+        )
+    };
+    let (admin_a, admin_b) = (free_port(), free_port());
+    let mut a = replica(admin_a);
+    wait_for("a leads", Duration::from_secs(60), || {
+        let holder = lease_holder(&kubeconfig);
+        holder
+            .contains(&format!("_{}_", a.0.id()))
+            .then_some(())
+            .ok_or(holder)
+    });
+    let b = replica(admin_b);
+    wait_for("b is up", Duration::from_secs(60), || {
+        match http_get(admin_b, "/healthz") {
+            Some((200, _)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/replicaset.yaml");
+    let out = kubectl(&kubeconfig, &["apply", "-f", manifest.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for("3 pods", Duration::from_secs(30), || {
+        match pods(&kubeconfig) {
+            3 => Ok(()),
+            n => Err(format!("{n} pods")),
+        }
+    });
+    // Only the leader runs plugins; the standby has loaded none.
+    let (_, standby) = http_get(admin_b, "/plugins").expect("/plugins of b");
+    assert_eq!(standby.trim(), "[]", "{standby}");
+    let (_, leader) = http_get(admin_a, "/plugins").expect("/plugins of a");
+    assert!(leader.contains("\"replicaset\""), "{leader}");
+
+    // SIGTERM the leader: it releases the lease, and b takes over at once.
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &a.0.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = a.0.wait().unwrap();
+    let mut log = String::new();
+    a.0.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    assert!(status.success(), "exit {status}; log:\n{log}");
+    assert!(log.contains("released the lease"), "{log}");
+    wait_for("b leads", Duration::from_secs(10), || {
+        let holder = lease_holder(&kubeconfig);
+        holder
+            .contains(&format!("_{}_", b.0.id()))
+            .then_some(())
+            .ok_or(holder)
+    });
+    let out = kubectl(&kubeconfig, &["scale", "rs", "web", "--replicas=1"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for(
+        "1 pod, reconciled by b",
+        Duration::from_secs(30),
+        || match pods(&kubeconfig) {
+            1 => Ok(()),
+            n => Err(format!("{n} pods")),
+        },
+    );
+}
