@@ -39,7 +39,7 @@ impl Default for HostConfig {
 }
 
 /// What `/plugins` and `windlass plugins` show for one plugin file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PluginStatus {
     pub file: String,
@@ -386,13 +386,7 @@ impl Host {
                 version: Some(m.version.clone()),
                 digest: Some(plugin.digest().to_owned()),
                 reconciles: Some(m.reconciles.kind.to_string()),
-                synced: false,
-                queue_ready: 0,
-                queue_delayed: 0,
-                in_flight: 0,
-                reconciles_total: 0,
-                failures_total: 0,
-                error: None,
+                ..PluginStatus::default()
             };
             match slot {
                 Slot::Running(controller) => {
@@ -423,17 +417,8 @@ impl Host {
                 Some(row) => row.error = Some(error.clone()),
                 None => rows.push(PluginStatus {
                     file,
-                    name: None,
-                    version: None,
-                    digest: None,
-                    reconciles: None,
-                    synced: false,
-                    queue_ready: 0,
-                    queue_delayed: 0,
-                    in_flight: 0,
-                    reconciles_total: 0,
-                    failures_total: 0,
                     error: Some(error.clone()),
+                    ..PluginStatus::default()
                 }),
             }
         }

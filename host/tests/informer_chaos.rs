@@ -39,6 +39,22 @@ async fn send(
         .map_err(|e| e.to_string())
 }
 
+/// An informer of ConfigMaps in `namespace` (or all).
+fn configmaps(namespace: Option<&str>) -> InformerSpec {
+    InformerSpec {
+        resource: ApiResource {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            plural: "configmaps".into(),
+            namespaced: true,
+            has_status: false,
+        },
+        namespace: namespace.map(str::to_owned),
+        label_selector: None,
+        field_selector: None,
+    }
+}
+
 /// name → resourceVersion, from a fresh LIST.
 async fn server_state(client: &ApiClient) -> BTreeMap<String, String> {
     let list: Value = serde_json::from_slice(&client.get(CM).await.unwrap()).unwrap();
@@ -100,18 +116,7 @@ async fn run_seed(seed: u64) -> (u64, u64) {
     }
     let informer = Informer::start(
         proxied,
-        InformerSpec {
-            resource: ApiResource {
-                api_version: "v1".into(),
-                kind: "ConfigMap".into(),
-                plural: "configmaps".into(),
-                namespaced: true,
-                has_status: false,
-            },
-            namespace: Some("default".into()),
-            label_selector: None,
-            field_selector: None,
-        },
+        configmaps(Some("default")),
         InformerConfig {
             page_size: 7, // several pages per list
             idle_timeout: Duration::from_secs(2),
@@ -275,18 +280,7 @@ async fn an_informer_that_cannot_list_says_why_until_it_can() {
             .unwrap();
     let informer = Informer::start(
         client,
-        InformerSpec {
-            resource: ApiResource {
-                api_version: "v1".into(),
-                kind: "ConfigMap".into(),
-                plural: "configmaps".into(),
-                namespaced: true,
-                has_status: false,
-            },
-            namespace: None,
-            label_selector: None,
-            field_selector: None,
-        },
+        configmaps(None),
         InformerConfig {
             base_backoff: Duration::from_millis(20),
             max_backoff: Duration::from_millis(100),
