@@ -379,16 +379,43 @@ async fn process(shared: &Arc<Shared>, key: &ObjectRef) {
                 shared.stats.failures.fetch_add(1, Ordering::Relaxed);
                 let delay = shared.queue.add_rate_limited(key.clone());
                 tracing::warn!(error = %e, retry_in = ?delay, "reconcile failed");
+                // No delay in the message: repeats must aggregate.
+                report(shared, key, e).await;
             }
             Err(Failure::GiveUp(e)) => {
                 shared.stats.failures.fetch_add(1, Ordering::Relaxed);
                 shared.queue.forget(key);
                 tracing::warn!(error = %e, "reconcile failed; not retrying until the object changes");
+                report(shared, key, format!("{e} (not retried until the object changes)")).await;
             }
         }
     }
     .instrument(span)
     .await
+}
+
+/// Tells the object's users why its reconcile failed: a Warning event on
+/// it (when it still exists), which `kubectl describe` shows.
+async fn report(shared: &Shared, key: &ObjectRef, message: String) {
+    let object_key = ObjectKey::new(key.namespace.as_deref(), &key.name);
+    let Some(object) = shared.primary.cache().read(|s| s.get(&object_key)) else {
+        return;
+    };
+    // Keep events readable; the full error is in the log.
+    const MAX: usize = 1024;
+    let message = if message.len() > MAX {
+        let cut = (0..=MAX)
+            .rev()
+            .find(|&i| message.is_char_boundary(i))
+            .unwrap_or(0);
+        format!("{}…", &message[..cut])
+    } else {
+        message
+    };
+    shared
+        .writer
+        .report_failure(&shared.manifest, key, Some(&object), message)
+        .await;
 }
 
 enum Failure {

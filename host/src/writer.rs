@@ -334,7 +334,7 @@ impl Writer {
         }
 
         for event in &outcome.events {
-            self.record(t, event).await;
+            self.record(t.manifest, t.key, t.primary, event).await;
         }
         Ok(())
     }
@@ -492,17 +492,41 @@ impl Writer {
     }
 
     /// Records an event; failures are logged, never returned.
-    async fn record(&self, t: &Target<'_>, event: &Event) {
-        let regarding = event.regarding.clone().unwrap_or_else(|| t.key.clone());
-        let uid = (regarding == *t.key)
-            .then(|| t.primary.map(|p| p.uid().to_owned()))
+    /// Records a Warning event on `key` for a failed reconcile, so that
+    /// `kubectl describe` shows it next to the object. Repeats aggregate.
+    pub async fn report_failure(
+        &self,
+        manifest: &Manifest,
+        key: &ObjectRef,
+        primary: Option<&CachedObject>,
+        message: String,
+    ) {
+        let event = Event {
+            type_: EventType::Warning,
+            reason: "ReconcileFailed".into(),
+            message,
+            regarding: None,
+        };
+        self.record(manifest, key, primary, &event).await;
+    }
+
+    async fn record(
+        &self,
+        manifest: &Manifest,
+        key: &ObjectRef,
+        primary: Option<&CachedObject>,
+        event: &Event,
+    ) {
+        let regarding = event.regarding.clone().unwrap_or_else(|| key.clone());
+        let uid = (regarding == *key)
+            .then(|| primary.map(|p| p.uid().to_owned()))
             .flatten();
         let type_ = match event.type_ {
             EventType::Normal => "Normal",
             EventType::Warning => "Warning",
         };
-        let key = EventKey {
-            plugin: t.manifest.name.clone(),
+        let event_key = EventKey {
+            plugin: manifest.name.clone(),
             regarding: regarding.clone(),
             type_,
             reason: event.reason.clone(),
@@ -512,25 +536,25 @@ impl Writer {
             .namespace
             .clone()
             .unwrap_or_else(|| "default".into());
-        let (agent, manager) = identity(&t.manifest.name);
+        let (agent, manager) = identity(&manifest.name);
         let now = rfc3339(SystemTime::now());
         let previous = self
             .events
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
+            .get(&event_key)
             .cloned();
         if let Some((ns, name, count)) = previous {
             let path = format!("/api/v1/namespaces/{ns}/events/{name}");
             let patch = json!({"count": count + 1, "lastTimestamp": now});
             match self.merge_patch(&path, &manager, &agent, &patch).await {
                 Ok(_) => {
-                    self.remember(key, ns, name, count + 1);
+                    self.remember(event_key, ns, name, count + 1);
                     return;
                 }
                 Err(e) if e.is_not_found() => {}
                 Err(e) => {
-                    tracing::warn!(plugin = %t.manifest.name, error = %e, "could not update event");
+                    tracing::warn!(plugin = %manifest.name, error = %e, "could not update event");
                     return;
                 }
             }
@@ -542,7 +566,7 @@ impl Writer {
         if let Some(uid) = uid {
             involved["uid"] = json!(uid);
         }
-        let component = format!("windlass/{}", t.manifest.name);
+        let component = format!("windlass/{}", manifest.name);
         let body = json!({
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"generateName": format!("{}.", regarding.name), "namespace": namespace},
@@ -566,11 +590,11 @@ impl Writer {
         {
             Ok(created) => {
                 if let Some(name) = created.pointer("/metadata/name").and_then(Value::as_str) {
-                    self.remember(key, namespace, name.to_owned(), 1);
+                    self.remember(event_key, namespace, name.to_owned(), 1);
                 }
             }
             Err(e) => {
-                tracing::warn!(plugin = %t.manifest.name, error = %e, "could not record event")
+                tracing::warn!(plugin = %manifest.name, error = %e, "could not record event")
             }
         }
     }

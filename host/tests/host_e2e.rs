@@ -360,3 +360,51 @@ async fn a_plugin_whose_crd_comes_later_starts_once_it_is_served() {
     .await;
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_reconcile_is_reported_on_the_object() {
+    let Env {
+        server: _server,
+        client,
+        host,
+    } = env().await;
+    host.load_file(&windlass_tests::plugin("test-trap"))
+        .await
+        .expect("test-trap loads");
+    send(
+        &client,
+        Method::POST,
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "boom"}}),
+    )
+    .await
+    .expect("create the ConfigMap");
+    eventually(
+        "a repeated Warning event on the ConfigMap",
+        Duration::from_secs(30),
+        || async {
+            let events = get(&client, "/api/v1/namespaces/default/events").await;
+            let found = events["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["involvedObject"]["name"] == "boom")
+                .cloned()
+                .ok_or_else(|| events.to_string())?;
+            let message = found["message"].as_str().unwrap_or_default();
+            assert_eq!(found["type"], "Warning", "{found}");
+            assert_eq!(found["reason"], "ReconcileFailed", "{found}");
+            assert_eq!(found["involvedObject"]["kind"], "ConfigMap", "{found}");
+            assert!(
+                message.contains("test-trap") && message.contains("deliberate panic"),
+                "{found}"
+            );
+            (found["count"].as_u64() >= Some(2))
+                .then_some(())
+                .ok_or_else(|| found.to_string())
+        },
+    )
+    .await;
+    host.shutdown().await;
+}
