@@ -91,8 +91,8 @@ struct Meta<'a> {
     deletion_timestamp: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     finalizers: Option<Vec<Cow<'a, str>>>,
-    #[serde(default)]
-    managed_fields: Option<serde::de::IgnoredAny>,
+    #[serde(borrow, default)]
+    managed_fields: Option<&'a serde_json::value::RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -148,10 +148,12 @@ impl CachedObject {
                 .into_iter()
                 .map(|f| Box::from(f.as_ref()))
                 .collect(),
-            text: if m.managed_fields.is_some() {
-                strip_managed_fields(text)?.into()
-            } else {
-                text.into()
+            text: match m.managed_fields {
+                Some(raw) => match cut_member(text, raw.get(), "managedFields") {
+                    Some(cut) => cut.into(),
+                    None => strip_managed_fields(text)?.into(),
+                },
+                None => text.into(),
             },
         };
         Ok(object)
@@ -221,6 +223,42 @@ impl CachedObject {
             })
             + std::mem::size_of::<Self>()
     }
+}
+
+/// `text` without the object member `"key": value`, where `value` is the
+/// member's value as a slice of `text` — cut out as text, without parsing
+/// and re-serializing the whole object. `None` when the text around it is
+/// not laid out as expected (say, an escaped key), for the caller to fall
+/// back to a full parse.
+fn cut_member(text: &str, value: &str, key: &str) -> Option<String> {
+    let start = (value.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    let end = start + value.len();
+    if end > text.len() {
+        return None;
+    }
+    let before = text[..start].trim_end().strip_suffix(':')?.trim_end();
+    let quoted = format!("\"{key}\"");
+    let key_start = before.strip_suffix(quoted.as_str())?.len();
+    let lead = text[..key_start].trim_end();
+    let (cut_from, cut_to) = if let Some(rest) = lead.strip_suffix(',') {
+        // `…, "key": value` → `…`
+        (rest.len(), end)
+    } else if lead.ends_with('{') {
+        // `{"key": value, …` → `{…`; `{"key": value}` → `{}`
+        let after = &text[end..];
+        let trimmed = after.trim_start();
+        match trimmed.strip_prefix(',') {
+            Some(rest) => (key_start, text.len() - rest.trim_start().len()),
+            None if trimmed.starts_with('}') => (key_start, end),
+            None => return None,
+        }
+    } else {
+        return None;
+    };
+    let mut out = String::with_capacity(text.len() - (cut_to - cut_from));
+    out.push_str(&text[..cut_from]);
+    out.push_str(&text[cut_to..]);
+    Some(out)
 }
 
 fn strip_managed_fields(text: &str) -> Result<String, MalformedObject> {
@@ -509,6 +547,44 @@ mod tests {
 
     fn names(objects: &[Arc<CachedObject>]) -> Vec<String> {
         objects.iter().map(|o| o.key().to_string()).collect()
+    }
+
+    #[test]
+    fn managed_fields_are_cut_out_wherever_they_stand() {
+        let mf = r#"[{"manager":"kubectl","fieldsV1":{"f:data":{}}}]"#;
+        for (meta, want) in [
+            (
+                format!(r#"{{"name":"a","managedFields":{mf},"uid":"u"}}"#),
+                r#"{"name":"a","uid":"u"}"#,
+            ),
+            (
+                format!(r#"{{"managedFields":{mf},"name":"a"}}"#),
+                r#"{"name":"a"}"#,
+            ),
+            (
+                format!(r#"{{"name":"a","managedFields":{mf}}}"#),
+                r#"{"name":"a"}"#,
+            ),
+            (
+                format!("{{ \"name\": \"a\" ,\n  \"managedFields\" : {mf} \n}}"),
+                "{ \"name\": \"a\"  \n}",
+            ),
+        ] {
+            let text = format!(
+                r#"{{"kind":"ConfigMap","metadata":{meta},"data":{{"managedFields":"kept"}}}}"#
+            );
+            let o = CachedObject::parse(&text).unwrap();
+            let want = format!(
+                r#"{{"kind":"ConfigMap","metadata":{want},"data":{{"managedFields":"kept"}}}}"#
+            );
+            assert_eq!(o.text().as_ref(), want);
+            let v: serde_json::Value = serde_json::from_str(o.text()).unwrap();
+            assert_eq!(v["metadata"]["name"], "a");
+        }
+        // An escaped key is still found, by the slow path.
+        let text = format!(r#"{{"metadata":{{"name":"a","managed\u0046ields":{mf}}}}}"#);
+        let o = CachedObject::parse(&text).unwrap();
+        assert_eq!(o.text().as_ref(), r#"{"metadata":{"name":"a"}}"#);
     }
 
     #[test]
