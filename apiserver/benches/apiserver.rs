@@ -1,5 +1,6 @@
-//! Benchmark of the embedded API server: durable creates, watch fan-out and a
-//! 100,000-object list, printed as a table (`cargo bench -p windlass-apiserver --bench apiserver`).
+//! Benchmark of the embedded API server: durable creates with each
+//! durability side by side, watch fan-out and a 100,000-object list, printed
+//! as a table (`cargo bench -p windlass-apiserver --bench apiserver`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use hyper::Request;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use windlass_apiserver::{Config, start};
+use windlass_apiserver::{Config, Durability, RunningServer, start};
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
@@ -91,44 +92,66 @@ async fn watch_count(addr: SocketAddr, rv: u64, want: u64) -> u64 {
     seen
 }
 
-fn row(metric: &str, value: String, target: &str) {
-    println!("| {metric} | {value} | {target} |");
+/// One table row: a value per durability, or one measured once for a path
+/// that does not touch storage.
+fn row(metric: &str, values: &[String], target: &str) {
+    match values {
+        [memory] => println!("| {metric} | {memory} | (same: served from memory) | {target} |"),
+        values => println!("| {metric} | {} | {target} |", values.join(" | ")),
+    }
+}
+
+/// A server keeping its state in a fresh temporary directory.
+async fn durable_server(durability: Durability) -> (RunningServer, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = start(
+        Config::new()
+            .data_dir(dir.path().into())
+            .durability(durability)
+            .watch_history(120_000),
+    )
+    .await
+    .expect("server starts");
+    (server, dir)
 }
 
 #[tokio::main]
 async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let server = start(
-        Config::new()
-            .data_dir(dir.path().into())
-            .watch_history(120_000),
-    )
-    .await
-    .expect("server starts");
-    let addr = server.addr();
-    println!("| metric | value | target |");
-    println!("|---|---|---|");
-
     let n = if quick { 2_000 } else { 10_000 };
-    let secs = create_many(addr, "c", n, 8).await;
+    println!("| metric | process | power-loss | target |");
+    println!("|---|---|---|---|");
+
+    // Both durabilities on the same machine in the same run, each on a fresh
+    // database, interleaved so that a noisy neighbour hurts both alike.
+    let (full, full_dir) = durable_server(Durability::PowerLoss).await;
+    let (server, dir) = durable_server(Durability::Process).await;
+    let mut rates = [[0.0; 2]; 2];
+    for (i, clients) in [8, 64].into_iter().enumerate() {
+        for (j, s) in [&server, &full].into_iter().enumerate() {
+            let secs = create_many(s.addr(), &format!("c{clients}"), n, clients).await;
+            rates[i][j] = n as f64 / secs;
+        }
+    }
+    full.shutdown().await;
+    drop(full_dir);
     row(
         "durable creates/s (8 clients)",
-        format!("{:.0}", n as f64 / secs),
+        &[format!("{:.0}", rates[0][0]), format!("{:.0}", rates[0][1])],
         ">= 5,000",
     );
-    let secs = create_many(addr, "g", n, 64).await;
     row(
         "durable creates/s (64 clients, group commit)",
-        format!("{:.0}", n as f64 / secs),
+        &[format!("{:.0}", rates[1][0]), format!("{:.0}", rates[1][1])],
         "-",
     );
     let ms = fsync_ms(dir.path());
     row(
         "fsync latency of this disk; the 8-client bound",
-        format!("{ms:.2} ms; <= {:.0}/s", 8000.0 / ms),
+        &["-".into(), format!("{ms:.2} ms; <= {:.0}/s", 8000.0 / ms)],
         "-",
     );
+    let addr = server.addr();
 
     // Fan-out: 10 watchers replay the last 2n events (the same path live
     // events take), all at once.
@@ -145,7 +168,7 @@ async fn main() {
     let secs = start.elapsed().as_secs_f64();
     row(
         "watch events/s delivered (10 watchers)",
-        format!("{:.0}", delivered as f64 / secs),
+        &[format!("{:.0}", delivered as f64 / secs)],
         ">= 100,000",
     );
 
@@ -175,7 +198,7 @@ async fn main() {
     assert_eq!(items as u64, total, "list returned every object");
     row(
         &format!("list {total} objects (s)"),
-        format!("{:.3}", best.as_secs_f64()),
+        &[format!("{:.3}", best.as_secs_f64())],
         "<= 1.0 (100k)",
     );
     server.shutdown().await;

@@ -12,6 +12,7 @@
 
 mod api;
 mod discovery;
+mod durability;
 mod filter;
 mod gc;
 mod list;
@@ -34,6 +35,7 @@ mod validate;
 mod watch;
 mod write;
 
+pub use durability::{Durability, ParseDurabilityError};
 pub use server::{Config, Error, RunningServer, start};
 pub use storage::StorageError;
 pub use tls::TlsError;

@@ -42,14 +42,14 @@ pub(crate) struct Resource {
 impl Resource {
     /// The storage key prefix, `group/plural`.
     pub(crate) fn key(&self) -> String {
-        format!("{}/{}", self.group, self.plural)
+        join(&self.group, &self.plural)
     }
 
     pub(crate) fn api_version(&self, version: &str) -> String {
         if self.group.is_empty() {
             version.to_owned()
         } else {
-            format!("{}/{version}", self.group)
+            join(&self.group, version)
         }
     }
 
@@ -270,6 +270,16 @@ pub(crate) fn builtins() -> Vec<Resource> {
     v
 }
 
+/// `a/b`. Several of these are built for every request; `format!` costs
+/// several times as much.
+fn join(a: &str, b: &str) -> String {
+    let mut s = String::with_capacity(a.len() + 1 + b.len());
+    s.push_str(a);
+    s.push('/');
+    s.push_str(b);
+    s
+}
+
 /// The set of served resources; cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Registry {
@@ -306,7 +316,7 @@ impl Registry {
         plural: &str,
     ) -> Option<&Arc<Resource>> {
         self.by_key
-            .get(&format!("{group}/{plural}"))
+            .get(&join(group, plural))
             .filter(|r| r.versions.iter().any(|v| v == version))
     }
 

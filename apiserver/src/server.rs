@@ -16,15 +16,18 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
+use crate::durability::Durability;
 use crate::storage::{Storage, StorageError};
 use crate::store::State;
 use crate::tls::TlsError;
 
-/// How to run the server. Defaults: listen on `127.0.0.1:0`, in memory, no token.
+/// How to run the server. Defaults: listen on `127.0.0.1:0`, in memory, no
+/// token; with a data directory, [`Durability::Process`].
 #[derive(Debug, Clone)]
 pub struct Config {
     listen: SocketAddr,
     data_dir: Option<PathBuf>,
+    durability: Durability,
     token: Option<String>,
     watch_history: usize,
     watch_buffer: usize,
@@ -43,6 +46,7 @@ impl Config {
         Self {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             data_dir: None,
+            durability: Durability::default(),
             token: None,
             watch_history: 50_000,
             watch_buffer: 16_384,
@@ -60,6 +64,13 @@ impl Config {
     /// Durable storage in `dir` (created if missing).
     pub fn data_dir(mut self, dir: PathBuf) -> Self {
         self.data_dir = Some(dir);
+        self
+    }
+
+    /// What an acknowledged write survives when a data directory is set
+    /// (default [`Durability::Process`]).
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
         self
     }
 
@@ -140,6 +151,7 @@ impl Shared {
 /// [`RunningServer::shutdown`] for an orderly stop.
 pub struct RunningServer {
     addr: SocketAddr,
+    durability: Option<Durability>,
     token: Option<String>,
     /// PEM of the CA when serving HTTPS.
     ca_pem: Option<String>,
@@ -181,8 +193,8 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
     };
     let (storage, loaded) = match &config.data_dir {
         Some(dir) => {
-            let dir = dir.clone();
-            tokio::task::spawn_blocking(move || Storage::open(&dir))
+            let (dir, durability) = (dir.clone(), config.durability);
+            tokio::task::spawn_blocking(move || Storage::open(&dir, durability))
                 .await
                 .expect("storage open task panicked")?
         }
@@ -199,6 +211,7 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
                 .expect("TLS setup task panicked")?,
         )
     };
+    let durability = storage.durability();
     let mut state = State::new(
         storage,
         loaded.start_rv,
@@ -224,9 +237,15 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         None => (None, None),
     };
     let accept = tokio::spawn(accept_loop(listener, acceptor, shared.clone()));
-    tracing::info!(%addr, durable = config.data_dir.is_some(), tls = ca_pem.is_some(), "apiserver listening");
+    tracing::info!(
+        %addr,
+        durability = durability.map_or("none (in memory)", Durability::as_str),
+        tls = ca_pem.is_some(),
+        "apiserver listening"
+    );
     Ok(RunningServer {
         addr,
+        durability,
         token,
         ca_pem,
         shared,
@@ -334,6 +353,12 @@ impl RunningServer {
     /// directory (`ca.crt`, `ca.key`), so restarts keep the same CA.
     pub fn ca_certificate(&self) -> Option<&str> {
         self.ca_pem.as_deref()
+    }
+
+    /// What acknowledged writes survive, as read back from the database
+    /// (SQLite's `PRAGMA synchronous`); `None` when running in memory.
+    pub fn durability(&self) -> Option<Durability> {
+        self.durability
     }
 
     /// The bearer token clients must send, if any.

@@ -2,18 +2,27 @@
 //! thread that commits concurrent writes as a group.
 //!
 //! Every write appends a row `(rv, key, deleted, value)`; the current state is
-//! the newest row per key, loaded into memory at start. Writes are queued by
-//! the in-memory store in revision order; the writer thread takes everything
-//! queued, commits it in one transaction (one fsync with `synchronous=FULL`),
-//! then acknowledges each write. Nothing is acknowledged before its commit.
+//! the newest row per key, loaded into memory at start. The in-memory store
+//! queues writes in revision order; the writer thread takes everything queued
+//! at once, commits it in one transaction, then acknowledges each write.
+//! Nothing is acknowledged before its commit. While one group commits, the
+//! next one queues up, so groups grow with concurrency and commit latency.
+//!
+//! The database is in WAL mode: a commit has written its frames to the WAL
+//! file before it returns. Whether it also waits for the disk depends on the
+//! [`Durability`]: not with `synchronous=NORMAL`, which survives the death of
+//! the process; an fsync per group with `synchronous=FULL`, which survives
+//! power loss.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
 use rusqlite::{Connection, params};
 use tokio::sync::oneshot;
+
+use crate::durability::Durability;
 
 /// How far the revision counter jumps on every start: writes that were
 /// visible but not yet durable when the process died may have shown
@@ -34,15 +43,90 @@ pub(crate) struct Record {
 
 pub(crate) type Ack = oneshot::Sender<Result<(), String>>;
 
-enum Msg {
-    Write(Record, Option<Ack>),
-    Stop,
+/// Writes on their way from the store to the writer thread.
+#[derive(Default)]
+struct Queue {
+    pending: Mutex<Pending>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Pending {
+    writes: Vec<(Record, Option<Ack>)>,
+    /// The writer is waiting for writes: the next one must wake it. (Waking
+    /// costs a system call, wasted while the writer is busy committing.)
+    idle: bool,
+    /// No more writes are taken: the storage was closed or the writer died.
+    closed: bool,
+}
+
+const WRITER_STOPPED: &str = "storage writer has stopped";
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, record: Record, ack: Option<Ack>) {
+        let mut p = self.lock();
+        if p.closed {
+            drop(p);
+            if let Some(ack) = ack {
+                let _ = ack.send(Err(WRITER_STOPPED.into()));
+            }
+            return;
+        }
+        p.writes.push((record, ack));
+        let wake = std::mem::take(&mut p.idle);
+        drop(p);
+        if wake {
+            self.wake.notify_one();
+        }
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.wake.notify_one();
+    }
+
+    /// Waits for writes and moves them (up to [`MAX_BATCH`]) into the empty
+    /// `batch`; `false` once the queue is closed and drained.
+    fn take(&self, batch: &mut Vec<(Record, Option<Ack>)>) -> bool {
+        let mut p = self.lock();
+        while p.writes.is_empty() && !p.closed {
+            p.idle = true;
+            p = self.wake.wait(p).unwrap_or_else(PoisonError::into_inner);
+        }
+        p.idle = false;
+        if p.writes.len() <= MAX_BATCH {
+            std::mem::swap(batch, &mut p.writes);
+        } else {
+            batch.extend(p.writes.drain(..MAX_BATCH));
+        }
+        !batch.is_empty()
+    }
+}
+
+/// Held by the writer thread: however it exits (a panic included), queued
+/// writes are refused rather than left waiting forever.
+struct FailPendingOnExit<'a>(&'a Queue);
+
+impl Drop for FailPendingOnExit<'_> {
+    fn drop(&mut self) {
+        let mut p = self.0.lock();
+        p.closed = true;
+        for (_, ack) in p.writes.drain(..) {
+            if let Some(ack) = ack {
+                let _ = ack.send(Err(WRITER_STOPPED.into()));
+            }
+        }
+    }
 }
 
 /// What the log held at start.
 #[derive(Debug, Default)]
 pub(crate) struct Loaded {
-    /// `(key, object JSON)` for every live key.
+    /// `(key, object JSON)` for every live key, in no particular order.
     pub(crate) objects: Vec<(String, Bytes)>,
     /// The first revision this run may hand out is `start_rv + 1`.
     pub(crate) start_rv: u64,
@@ -61,18 +145,27 @@ pub enum StorageError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    #[error("database {path} did not accept synchronous={wanted} (it reads back level {found})")]
+    Synchronous {
+        path: PathBuf,
+        wanted: &'static str,
+        found: i64,
+    },
 }
 
-/// The writer side; `None` inside means in-memory (acknowledge at once).
+/// The store's side of storage.
 pub(crate) struct Storage {
-    tx: Option<mpsc::Sender<Msg>>,
+    /// `None` in memory (acknowledge at once), and once closed.
+    queue: Option<Arc<Queue>>,
     thread: Option<JoinHandle<()>>,
+    /// Read back from the database after setting it; `None` in memory.
+    durability: Option<Durability>,
 }
 
 impl std::fmt::Debug for Storage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Storage")
-            .field("durable", &self.tx.is_some())
+            .field("durability", &self.durability)
             .finish()
     }
 }
@@ -81,8 +174,9 @@ impl Storage {
     pub(crate) fn in_memory() -> (Self, Loaded) {
         (
             Self {
-                tx: None,
+                queue: None,
                 thread: None,
+                durability: None,
             },
             Loaded::default(),
         )
@@ -90,7 +184,7 @@ impl Storage {
 
     /// Opens (creating if needed) `dir/state.db`, compacts superseded rows and
     /// loads the live objects.
-    pub(crate) fn open(dir: &Path) -> Result<(Self, Loaded), StorageError> {
+    pub(crate) fn open(dir: &Path, durability: Durability) -> Result<(Self, Loaded), StorageError> {
         std::fs::create_dir_all(dir).map_err(|source| StorageError::CreateDir {
             path: dir.into(),
             source,
@@ -101,16 +195,35 @@ impl Storage {
             source,
         };
         let conn = Connection::open(&path).map_err(err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "synchronous", durability.synchronous())
+            .map_err(err)?;
+        let found: i64 = conn
+            .pragma_query_value(None, "synchronous", |r| r.get(0))
+            .map_err(err)?;
+        let read_back = Durability::from_synchronous(found);
+        if read_back != Some(durability) {
+            return Err(StorageError::Synchronous {
+                path,
+                wanted: durability.synchronous(),
+                found,
+            });
+        }
         let loaded = prepare(&conn).map_err(err)?;
-        let (tx, rx) = mpsc::channel();
+        let queue = Arc::new(Queue::default());
         let thread = std::thread::Builder::new()
             .name("apiserver-writer".into())
-            .spawn(move || writer(conn, rx))
+            .spawn({
+                let queue = queue.clone();
+                move || writer(conn, &queue)
+            })
             .expect("spawning the storage writer thread");
         Ok((
             Self {
-                tx: Some(tx),
+                queue: Some(queue),
                 thread: Some(thread),
+                durability: read_back,
             },
             loaded,
         ))
@@ -118,26 +231,29 @@ impl Storage {
 
     /// Queues a revision. Must be called in revision order.
     pub(crate) fn append(&self, record: Record, ack: Option<Ack>) {
-        match &self.tx {
-            Some(tx) => {
-                if let Err(mpsc::SendError(Msg::Write(_, Some(ack)))) =
-                    tx.send(Msg::Write(record, ack))
-                {
-                    let _ = ack.send(Err("storage writer has stopped".into()));
-                }
-            }
-            None => {
-                if let Some(ack) = ack {
-                    let _ = ack.send(Ok(()));
-                }
+        match (&self.queue, ack) {
+            (Some(queue), ack) => queue.push(record, ack),
+            (None, None) => {}
+            (None, Some(ack)) => {
+                let _ = ack.send(match self.durability {
+                    None => Ok(()),
+                    // Closed: a write arriving after shutdown must not be acknowledged.
+                    Some(_) => Err("storage is closed (the server is shutting down)".into()),
+                });
             }
         }
     }
 
+    /// What acknowledged writes survive, as read back from the database
+    /// connection; `None` in memory.
+    pub(crate) fn durability(&self) -> Option<Durability> {
+        self.durability
+    }
+
     /// Commits everything queued and stops the writer.
     pub(crate) fn close(&mut self) {
-        if let Some(tx) = self.tx.take() {
-            let _ = tx.send(Msg::Stop);
+        if let Some(queue) = self.queue.take() {
+            queue.close();
         }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -152,8 +268,6 @@ impl Drop for Storage {
 }
 
 fn prepare(conn: &Connection) -> rusqlite::Result<Loaded> {
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "FULL")?;
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS log (
              rv INTEGER PRIMARY KEY,
@@ -161,14 +275,16 @@ fn prepare(conn: &Connection) -> rusqlite::Result<Loaded> {
              deleted INTEGER NOT NULL,
              value BLOB
          );
-         CREATE INDEX IF NOT EXISTS log_key ON log(key, rv);
          CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);",
     )?;
     // Compaction: only the newest row per key matters, and tombstones only
-    // while they carry the highest revision.
+    // while they carry the highest revision. There is deliberately no index
+    // on `key`: it would double the pages every commit writes, for a query
+    // that runs once per start (sorting the keys is fast enough for that).
     conn.execute_batch(
-        "BEGIN;
-         DELETE FROM log WHERE rv < (SELECT MAX(l2.rv) FROM log l2 WHERE l2.key = log.key);
+        "DROP INDEX IF EXISTS log_key;
+         BEGIN;
+         DELETE FROM log WHERE rv NOT IN (SELECT MAX(rv) FROM log GROUP BY key);
          DELETE FROM log WHERE deleted = 1 AND rv < (SELECT MAX(rv) FROM log);
          COMMIT;",
     )?;
@@ -185,7 +301,7 @@ fn prepare(conn: &Connection) -> rusqlite::Result<Loaded> {
         "INSERT INTO meta (k, v) VALUES ('start', ?1) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
         params![start_rv as i64],
     )?;
-    let mut stmt = conn.prepare("SELECT key, value FROM log WHERE deleted = 0 ORDER BY key")?;
+    let mut stmt = conn.prepare("SELECT key, value FROM log WHERE deleted = 0")?;
     let objects = stmt
         .query_map([], |r| {
             Ok((r.get::<_, String>(0)?, Bytes::from(r.get::<_, Vec<u8>>(1)?)))
@@ -194,25 +310,15 @@ fn prepare(conn: &Connection) -> rusqlite::Result<Loaded> {
     Ok(Loaded { objects, start_rv })
 }
 
-fn writer(mut conn: Connection, rx: mpsc::Receiver<Msg>) {
-    let mut batch: Vec<(Record, Option<Ack>)> = Vec::new();
-    let mut stop = false;
-    while !stop {
-        match rx.recv() {
-            Ok(Msg::Write(r, a)) => batch.push((r, a)),
-            Ok(Msg::Stop) | Err(_) => break,
-        }
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(Msg::Write(r, a)) => batch.push((r, a)),
-                Ok(Msg::Stop) | Err(mpsc::TryRecvError::Disconnected) => {
-                    stop = true;
-                    break;
-                }
-                Err(mpsc::TryRecvError::Empty) => break,
-            }
-        }
-        let result = commit(&mut conn, &batch).map_err(|e| format!("storage write failed: {e}"));
+/// The writer thread: waits for writes, takes everything queued as one
+/// group, commits it and acknowledges it, until the queue is closed.
+fn writer(conn: Connection, queue: &Queue) {
+    let _fail_pending = FailPendingOnExit(queue);
+    let mut batch = Vec::new();
+    let (mut writes, mut commits) = (0, 0);
+    while queue.take(&mut batch) {
+        (writes, commits) = (writes + batch.len(), commits + 1);
+        let result = commit(&conn, &batch).map_err(|e| format!("storage write failed: {e}"));
         if let Err(e) = &result {
             tracing::error!(error = %e, "apiserver storage commit failed");
         }
@@ -222,77 +328,123 @@ fn writer(mut conn: Connection, rx: mpsc::Receiver<Msg>) {
             }
         }
     }
-    // Drain anything still queued so shutdown loses nothing.
-    while let Ok(Msg::Write(r, a)) = rx.try_recv() {
-        batch.push((r, a));
-    }
-    if !batch.is_empty() {
-        let result = commit(&mut conn, &batch).map_err(|e| e.to_string());
-        for (_, ack) in batch.drain(..) {
-            if let Some(ack) = ack {
-                let _ = ack.send(result.clone());
-            }
-        }
-    }
+    tracing::debug!(writes, commits, "apiserver storage writer stopped");
     let _ = conn.pragma_update(None, "wal_checkpoint", "TRUNCATE");
 }
 
-fn commit(conn: &mut Connection, batch: &[(Record, Option<Ack>)]) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    {
-        let mut stmt =
-            tx.prepare_cached("INSERT INTO log (rv, key, deleted, value) VALUES (?1, ?2, ?3, ?4)")?;
-        for (r, _) in batch {
-            stmt.execute(params![
-                r.rv as i64,
-                r.key,
-                r.value.is_none() as i64,
-                r.value.as_deref()
-            ])?;
-        }
+/// Commits a batch in one transaction. The statements are cached: this runs
+/// once per group commit, thousands of times a second.
+fn commit(conn: &Connection, batch: &[(Record, Option<Ack>)]) -> rusqlite::Result<()> {
+    conn.prepare_cached("BEGIN")?.execute([])?;
+    let result = insert(conn, batch).and_then(|()| {
+        conn.prepare_cached("COMMIT")?.execute([])?;
+        Ok(())
+    });
+    if result.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
     }
-    tx.commit()
+    result
+}
+
+fn insert(conn: &Connection, batch: &[(Record, Option<Ack>)]) -> rusqlite::Result<()> {
+    let mut stmt =
+        conn.prepare_cached("INSERT INTO log (rv, key, deleted, value) VALUES (?1, ?2, ?3, ?4)")?;
+    for (r, _) in batch {
+        stmt.execute(params![
+            r.rv as i64,
+            r.key,
+            r.value.is_none() as i64,
+            r.value.as_deref()
+        ])?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn record(rv: u64, key: &str, value: Option<&'static str>) -> Record {
+        Record {
+            rv,
+            key: key.into(),
+            value: value.map(|v| Bytes::from_static(v.as_bytes())),
+        }
+    }
+
     #[tokio::test]
     async fn writes_survive_reopen_and_revisions_jump() {
         let dir = tempfile::tempdir().unwrap();
-        let (s, loaded) = Storage::open(dir.path()).unwrap();
+        let (mut s, loaded) = Storage::open(dir.path(), Durability::Process).unwrap();
         assert_eq!(loaded.start_rv, RESTART_GAP);
         let (tx, rx) = oneshot::channel();
+        s.append(record(RESTART_GAP + 1, "/configmaps/a/x", Some("{}")), None);
+        s.append(record(RESTART_GAP + 2, "/configmaps/a/y", Some("1")), None);
+        s.append(record(RESTART_GAP + 3, "/configmaps/a/x", None), None);
         s.append(
-            Record {
-                rv: RESTART_GAP + 1,
-                key: "/configmaps/a/x".into(),
-                value: Some(Bytes::from_static(b"{}")),
-            },
-            None,
-        );
-        s.append(
-            Record {
-                rv: RESTART_GAP + 2,
-                key: "/configmaps/a/y".into(),
-                value: Some(Bytes::from_static(b"{}")),
-            },
-            None,
-        );
-        s.append(
-            Record {
-                rv: RESTART_GAP + 3,
-                key: "/configmaps/a/x".into(),
-                value: None,
-            },
+            record(RESTART_GAP + 4, "/configmaps/a/y", Some("2")),
             Some(tx),
         );
         rx.await.unwrap().unwrap();
+        s.close();
+        let (tx, rx) = oneshot::channel();
+        s.append(
+            record(RESTART_GAP + 5, "/configmaps/a/late", Some("{}")),
+            Some(tx),
+        );
+        assert!(rx.await.unwrap().is_err(), "no acknowledgement after close");
         drop(s);
-        let (_s, loaded) = Storage::open(dir.path()).unwrap();
-        assert_eq!(loaded.objects.len(), 1);
-        assert_eq!(loaded.objects[0].0, "/configmaps/a/y");
-        assert_eq!(loaded.start_rv, 2 * RESTART_GAP + 3);
+        let (_s, loaded) = Storage::open(dir.path(), Durability::Process).unwrap();
+        assert_eq!(
+            loaded.objects,
+            [("/configmaps/a/y".to_owned(), Bytes::from_static(b"2"))]
+        );
+        assert_eq!(loaded.start_rv, 2 * RESTART_GAP + 4);
+    }
+
+    #[tokio::test]
+    async fn the_writer_takes_everything_queued_as_one_group() {
+        let q = Queue::default();
+        let mut acks = Vec::new();
+        for i in 0..3 {
+            let (tx, rx) = oneshot::channel();
+            q.push(record(i, "/k", None), Some(tx));
+            acks.push(rx);
+        }
+        let mut batch = Vec::new();
+        assert!(q.take(&mut batch));
+        assert_eq!(
+            batch.iter().map(|(r, _)| r.rv).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        q.close();
+        assert!(!q.take(&mut Vec::new()), "closed and drained");
+        // A writer that dies refuses what is still queued, and what comes later.
+        let q = Queue::default();
+        let (tx, queued) = oneshot::channel();
+        q.push(record(1, "/k", None), Some(tx));
+        drop(FailPendingOnExit(&q));
+        let (tx, late) = oneshot::channel();
+        q.push(record(2, "/k", None), Some(tx));
+        assert!(queued.await.unwrap().is_err());
+        assert!(late.await.unwrap().is_err());
+    }
+
+    #[test]
+    fn each_durability_reads_back_its_synchronous_level() {
+        for durability in [Durability::Process, Durability::PowerLoss] {
+            let dir = tempfile::tempdir().unwrap();
+            // `open` reads `PRAGMA synchronous` back from the writer's
+            // connection and refuses to run with anything else.
+            let (s, _) = Storage::open(dir.path(), durability).unwrap();
+            assert_eq!(s.durability(), Some(durability));
+            drop(s);
+            let conn = Connection::open(dir.path().join("state.db")).unwrap();
+            let mode: String = conn
+                .pragma_query_value(None, "journal_mode", |r| r.get(0))
+                .unwrap();
+            assert_eq!(mode, "wal", "{durability}: the database is in WAL mode");
+        }
+        assert_eq!(Storage::in_memory().0.durability(), None);
     }
 }

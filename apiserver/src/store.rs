@@ -116,7 +116,7 @@ impl std::fmt::Debug for State {
 
 /// Storage key of one object.
 pub(crate) fn storage_key(res: &str, ns: &str, name: &str) -> String {
-    format!("{res}/{ns}/{name}")
+    [res, ns, name].join("/")
 }
 
 fn split_storage_key(key: &str) -> Option<(String, String, String)> {

@@ -1,5 +1,6 @@
 //! Durability: acknowledged writes survive `kill -9` of a server process and
-//! an in-process drop without shutdown; revisions keep increasing after a restart.
+//! an in-process drop without shutdown; revisions keep increasing after a
+//! restart; the configured durability is the one storage runs with.
 
 mod common;
 
@@ -9,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Http, configmap, rv_of};
-use windlass_apiserver::{Config, start};
+use windlass_apiserver::{Config, Durability, start};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const CHILD_ENV: &str = "WINDLASS_APISERVER_CHILD_DATA";
@@ -173,5 +174,41 @@ async fn dropping_without_shutdown_keeps_acknowledged_writes() {
         .unwrap();
     let (_, list) = Http::new(server.addr()).get(CMS).await;
     assert_eq!(list["items"].as_array().unwrap().len(), 20);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_configured_durability_is_what_storage_runs_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(Config::new().data_dir(dir.path().into()))
+        .await
+        .unwrap();
+    assert_eq!(
+        server.durability(),
+        Some(Durability::Process),
+        "the default"
+    );
+    server.shutdown().await;
+    let server = start(
+        Config::new()
+            .data_dir(dir.path().into())
+            .durability(Durability::PowerLoss),
+    )
+    .await
+    .unwrap();
+    assert_eq!(server.durability(), Some(Durability::PowerLoss));
+    // Switching modes keeps the data.
+    let http = Http::new(server.addr());
+    let (c, _) = http.post(CMS, &configmap("full", 0)).await;
+    assert_eq!(c, 201);
+    server.shutdown().await;
+    let server = start(Config::new().data_dir(dir.path().into()))
+        .await
+        .unwrap();
+    let (c, _) = Http::new(server.addr()).get(&format!("{CMS}/full")).await;
+    assert_eq!(c, 200);
+    server.shutdown().await;
+    let server = start(Config::new().in_memory()).await.unwrap();
+    assert_eq!(server.durability(), None);
     server.shutdown().await;
 }

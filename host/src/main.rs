@@ -52,6 +52,16 @@ struct RunArgs {
     /// With --embedded: keep its state durably in this directory.
     #[arg(long, value_name = "DIR", requires = "embedded")]
     data: Option<PathBuf>,
+    /// With --embedded and --data: what an acknowledged write survives.
+    /// `process`: a crash or `kill -9` of this process. `power-loss`: also an
+    /// OS crash or power loss (an fsync per group commit; slower).
+    #[arg(
+        long,
+        default_value = "process",
+        value_name = "MODE",
+        requires = "embedded"
+    )]
+    durability: windlass_apiserver::Durability,
     /// With --embedded: the address it listens on (port 0 picks a free one).
     #[arg(
         long,
@@ -116,6 +126,16 @@ struct ApiserverArgs {
     /// Keep state durably in this directory (SQLite).
     #[arg(long, value_name = "DIR", conflicts_with = "in_memory")]
     data: Option<PathBuf>,
+    /// With --data: what an acknowledged write survives. `process`: a crash
+    /// or `kill -9` of the server. `power-loss`: also an OS crash or power
+    /// loss (an fsync per group commit; slower).
+    #[arg(
+        long,
+        default_value = "process",
+        value_name = "MODE",
+        conflicts_with = "in_memory"
+    )]
+    durability: windlass_apiserver::Durability,
     /// Keep state in memory only.
     #[arg(long)]
     in_memory: bool,
@@ -128,7 +148,7 @@ impl ApiserverArgs {
     fn config(&self) -> windlass_apiserver::Config {
         let config = windlass_apiserver::Config::new().listen(self.listen);
         match &self.data {
-            Some(dir) => config.data_dir(dir.clone()),
+            Some(dir) => config.data_dir(dir.clone()).durability(self.durability),
             None => config.in_memory(),
         }
     }
@@ -292,7 +312,7 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
     let client = if args.embedded {
         let mut config = windlass_apiserver::Config::new().listen(args.listen);
         config = match &args.data {
-            Some(dir) => config.data_dir(dir.clone()),
+            Some(dir) => config.data_dir(dir.clone()).durability(args.durability),
             None => config.in_memory(),
         };
         let server = windlass_apiserver::start(config).await?;
