@@ -21,6 +21,9 @@ use crate::table;
 use crate::write::{self, DeleteOptions, Part, Propagation, Req, Written};
 use crate::{discovery, list, openapi, subresource, watch};
 
+/// How long a write waits to be stored before the client gets a 504.
+const DURABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Creates `default`, `kube-system` and `kube-public` if missing.
 pub(crate) fn ensure_system_namespaces(st: &mut State) {
     let Some(res) = st.registry.get_key("/namespaces").cloned() else {
@@ -229,15 +232,24 @@ impl Ctx {
     }
 
     /// Waits for durability, wakes GC when it may have work, and responds.
+    /// A write not durable within [`DURABILITY_TIMEOUT`] gets a 504.
     pub(crate) async fn finish(&self, w: Written, code: u16) -> ApiResult<Response<RespBody>> {
         if let Some(ack) = w.ack {
-            match ack.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => return Err(ApiError::internal(e)),
-                Err(_) => {
+            match tokio::time::timeout(DURABILITY_TIMEOUT, ack).await {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(e))) => return Err(ApiError::internal(e)),
+                Ok(Err(_)) => {
                     return Err(ApiError::internal(
                         "storage writer stopped before acknowledging the write",
                     ));
+                }
+                // As the real server's "request did not complete within the
+                // allowed duration": the outcome is unknown to the client.
+                Err(_) => {
+                    return Err(ApiError::timeout(format!(
+                        "the write was not stored within {}s (storage is failing or overloaded); it may still be applied",
+                        DURABILITY_TIMEOUT.as_secs()
+                    )));
                 }
             }
             let v = &w.obj.value;

@@ -17,6 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use bytes::Bytes;
 use rusqlite::{Connection, params};
@@ -87,6 +88,10 @@ impl Queue {
     fn close(&self) {
         self.lock().closed = true;
         self.wake.notify_one();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.lock().closed
     }
 
     /// Waits for writes and moves them (up to [`MAX_BATCH`]) into the empty
@@ -318,13 +323,34 @@ fn writer(conn: Connection, queue: &Queue) {
     let (mut writes, mut commits) = (0, 0);
     while queue.take(&mut batch) {
         (writes, commits) = (writes + batch.len(), commits + 1);
-        let result = commit(&conn, &batch).map_err(|e| format!("storage write failed: {e}"));
-        if let Err(e) = &result {
-            tracing::error!(error = %e, "apiserver storage commit failed");
+        // The writes are already visible in memory, so a failed commit (a
+        // full disk, an I/O error) is retried, in order and before anything
+        // newer, until it works: the disk never skips a revision that
+        // clients or watchers saw. The waiting clients hear at once that
+        // their write is not yet durable (and may still be applied).
+        let mut pause = Duration::from_millis(100);
+        while let Err(e) = commit(&conn, &batch) {
+            tracing::error!(error = %e, writes = batch.len(), retry_in = ?pause, "apiserver storage commit failed; retrying (free disk space or fix the data directory)");
+            for (_, ack) in &mut batch {
+                if let Some(ack) = ack.take() {
+                    let _ = ack.send(Err(format!(
+                        "storage write failed: {e}; the write is retried and may still be applied"
+                    )));
+                }
+            }
+            if queue.is_closed() {
+                tracing::error!(
+                    writes = batch.len(),
+                    "apiserver storage closed while commits were failing: the newest writes are lost"
+                );
+                return;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_secs(5));
         }
         for (_, ack) in batch.drain(..) {
             if let Some(ack) = ack {
-                let _ = ack.send(result.clone());
+                let _ = ack.send(Ok(()));
             }
         }
     }
@@ -370,6 +396,44 @@ mod tests {
             key: key.into(),
             value: value.map(|v| Bytes::from_static(v.as_bytes())),
         }
+    }
+
+    #[tokio::test]
+    async fn a_failing_commit_is_retried_in_order_until_it_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = Storage::open(dir.path(), Durability::Process).unwrap();
+        // Another connection holds the write lock: commits fail (busy).
+        let blocker = Connection::open(dir.path().join("state.db")).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let (tx1, rx1) = oneshot::channel();
+        s.append(
+            record(RESTART_GAP + 1, "/configmaps/a/x", Some("1")),
+            Some(tx1),
+        );
+        let first = rx1.await.unwrap();
+        assert!(
+            first
+                .as_ref()
+                .is_err_and(|e| e.contains("may still be applied")),
+            "{first:?}"
+        );
+        let (tx2, mut rx2) = oneshot::channel();
+        s.append(
+            record(RESTART_GAP + 2, "/configmaps/a/x", Some("2")),
+            Some(tx2),
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(rx2.try_recv().is_err(), "nothing newer is stored meanwhile");
+        // The lock goes away: the failed write lands first, then the next.
+        blocker.execute_batch("ROLLBACK").unwrap();
+        rx2.await.unwrap().unwrap();
+        s.close();
+        drop(s);
+        let (_s, loaded) = Storage::open(dir.path(), Durability::Process).unwrap();
+        assert_eq!(
+            loaded.objects,
+            [("/configmaps/a/x".to_owned(), Bytes::from_static(b"2"))]
+        );
     }
 
     #[tokio::test]
