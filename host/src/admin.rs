@@ -15,12 +15,16 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Registry, Unit};
 use tokio::net::TcpListener;
 
+use crate::histogram::HistogramSnapshot;
 use crate::host::Host;
 
 type Labels = Vec<(String, String)>;
@@ -105,6 +109,37 @@ fn gauge(registry: &mut Registry, name: &str, help: &str) -> Family<Labels, Gaug
     family
 }
 
+/// One histogram per plugin, read from the host's own (lock-free)
+/// histograms at scrape time and encoded as a Prometheus histogram family.
+#[derive(Debug)]
+struct Histograms {
+    name: &'static str,
+    help: &'static str,
+    rows: Vec<(Labels, HistogramSnapshot)>,
+}
+
+impl Collector for Histograms {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let mut family = encoder.encode_descriptor(
+            self.name,
+            self.help,
+            Some(&Unit::Seconds),
+            MetricType::Histogram,
+        )?;
+        for (labels, h) in &self.rows {
+            family
+                .encode_family(labels)?
+                .encode_histogram::<NoLabelSet>(
+                    h.sum().as_secs_f64(),
+                    h.count(),
+                    &h.exported_buckets(),
+                    None,
+                )?;
+        }
+        Ok(())
+    }
+}
+
 /// The Prometheus text of the host's current counters.
 pub async fn metrics(host: &Host) -> String {
     let mut r = Registry::default();
@@ -139,8 +174,20 @@ pub async fn metrics(host: &Host) -> String {
         "windlass_plugin_loaded",
         "1 when a plugin file is loaded, 0 when it failed",
     );
+    let mut queue_wait = Histograms {
+        name: "windlass_queue_wait",
+        help: "Time from a key's enqueue (informer event, or requeue due) to the start of its reconcile, by plugin",
+        rows: Vec::new(),
+    };
+    let mut reconcile_time = Histograms {
+        name: "windlass_reconcile_duration",
+        help: "Time one reconcile takes (request, plugin call, writes), by plugin",
+        rows: Vec::new(),
+    };
     for (name, path, stats, depth) in host.controller_stats().await {
         let l = vec![("plugin".to_owned(), name.clone())];
+        queue_wait.rows.push((l.clone(), stats.queue_wait));
+        reconcile_time.rows.push((l.clone(), stats.reconcile_time));
         reconciles.get_or_create(&l).inc_by(stats.reconciles);
         failures.get_or_create(&l).inc_by(stats.failures);
         conflicts.get_or_create(&l).inc_by(stats.conflicts);
@@ -162,6 +209,8 @@ pub async fn metrics(host: &Host) -> String {
             .get_or_create(&vec![("file".to_owned(), path)])
             .set(1);
     }
+    r.register_collector(Box::new(queue_wait));
+    r.register_collector(Box::new(reconcile_time));
     for row in host.status().await.into_iter().filter(|r| r.name.is_none()) {
         loaded
             .get_or_create(&vec![("file".to_owned(), row.file)])

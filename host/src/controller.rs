@@ -25,6 +25,7 @@ use tracing::Instrument;
 use crate::cache::{CachedObject, Change, ObjectKey};
 use crate::contract::{KindRef, Manifest, ObjectRef, Request};
 use crate::discovery::DiscoveryError;
+use crate::histogram::{Histogram, HistogramSnapshot};
 use crate::informer::Informer;
 use crate::informers::{Informers, PluginView};
 use crate::queue::{RateLimit, WorkQueue};
@@ -36,7 +37,7 @@ const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(30);
 /// Delay before reconciling again after a conflict (the cache was behind).
 const STALE_RETRY: Duration = Duration::from_millis(20);
 
-/// Counters for one plugin.
+/// Counters and timings for one plugin.
 #[derive(Debug, Default)]
 pub struct ControllerStats {
     pub reconciles: AtomicU64,
@@ -45,16 +46,24 @@ pub struct ControllerStats {
     pub writes: AtomicU64,
     /// Total reconcile time, microseconds.
     pub busy_micros: AtomicU64,
+    /// From a key's enqueue (the informer event, or a requeue falling due)
+    /// to the start of its reconcile.
+    pub queue_wait: Histogram,
+    /// How long each reconcile took: building the request, the plugin call
+    /// and the writes.
+    pub reconcile_time: Histogram,
 }
 
 /// A copy of [`ControllerStats`] at one moment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StatsSnapshot {
     pub reconciles: u64,
     pub failures: u64,
     pub conflicts: u64,
     pub writes: u64,
     pub busy_micros: u64,
+    pub queue_wait: HistogramSnapshot,
+    pub reconcile_time: HistogramSnapshot,
 }
 
 impl ControllerStats {
@@ -65,6 +74,8 @@ impl ControllerStats {
             conflicts: self.conflicts.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             busy_micros: self.busy_micros.load(Ordering::Relaxed),
+            queue_wait: self.queue_wait.snapshot(),
+            reconcile_time: self.reconcile_time.snapshot(),
         }
     }
 }
@@ -218,8 +229,8 @@ impl Controller {
             let span = tracing::info_span!("worker", plugin = %manifest.name, worker);
             tasks.push(tokio::spawn(
                 async move {
-                    while let Some(key) = shared.queue.get().await {
-                        process(&shared, &key).await;
+                    while let Some((key, queued)) = shared.queue.get().await {
+                        process(&shared, &key, queued).await;
                         shared.queue.done(&key);
                     }
                 }
@@ -347,7 +358,7 @@ async fn map_changes(shared: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedRe
 
 /// One reconcile of `key`, start to finish. Never fails: every problem ends
 /// in a requeue decision and a log line naming the plugin and key.
-async fn process(shared: &Arc<Shared>, key: &ObjectRef) {
+async fn process(shared: &Arc<Shared>, key: &ObjectRef, queued: Instant) {
     let span = tracing::info_span!("reconcile", plugin = %shared.manifest.name, key = %key);
     async {
         if let Some(wait) = pending_expectation(shared, key) {
@@ -356,13 +367,18 @@ async fn process(shared: &Arc<Shared>, key: &ObjectRef) {
             shared.queue.add_after(key.clone(), wait);
             return;
         }
+        let stats = &shared.stats;
+        stats
+            .queue_wait
+            .observe(Instant::now().saturating_duration_since(queued));
         let started = std::time::Instant::now();
         let result = reconcile(shared, key).await;
-        shared.stats.reconciles.fetch_add(1, Ordering::Relaxed);
-        shared
-            .stats
+        let took = started.elapsed();
+        stats.reconcile_time.observe(took);
+        stats.reconciles.fetch_add(1, Ordering::Relaxed);
+        stats
             .busy_micros
-            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
         match result {
             Ok(requeue) => {
                 shared.queue.forget(key);

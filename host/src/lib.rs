@@ -7,6 +7,7 @@
 //! - [`contract`]: the plugin contract as plain host data.
 //! - [`controller`]: one plugin's subscriptions, queue and workers.
 //! - [`discovery`]: kinds to REST resources.
+//! - [`histogram`]: lock-free latency histograms with quantiles.
 //! - [`host`]: the host: informers, writer, runtime, a controller per plugin.
 //! - [`informer`]: a list-watch informer feeding a cache and handlers.
 //! - [`informers`]: informers shared between plugins; each plugin's view.
@@ -25,6 +26,7 @@ pub mod client;
 pub mod contract;
 pub mod controller;
 pub mod discovery;
+pub mod histogram;
 pub mod host;
 pub mod informer;
 pub mod informers;

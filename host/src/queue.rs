@@ -8,6 +8,9 @@
 //!   client-go's default controller rate limiter does.
 //! - `add_after` schedules a later visit; the earliest pending visit wins.
 //! - `shut_down` stops handing out work; `drained` waits for in-flight keys.
+//! - Each waiting key remembers when it was first added (or became due), so
+//!   a worker learns how long it waited (as client-go's queue-duration
+//!   metric: a key added while in flight counts from that add).
 //!
 //! The bookkeeping is a plain struct ([`QueueState`]) driven with explicit
 //! instants, unit-tested without time; [`WorkQueue`] is the async shell.
@@ -61,8 +64,9 @@ impl RateLimit {
 pub struct QueueState<K> {
     /// Ready keys, in order.
     ready: VecDeque<K>,
-    /// Keys that need processing: waiting in `ready`, or parked while processing.
-    dirty: HashSet<K>,
+    /// Keys that need processing (waiting in `ready`, or parked while
+    /// processing), with when each was first added.
+    dirty: HashMap<K, Instant>,
     processing: HashSet<K>,
     /// Later visits, by due time; `due` holds each key's earliest one.
     delayed: BTreeSet<(Instant, u64, K)>,
@@ -80,7 +84,7 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
     pub fn new(limit: RateLimit) -> Self {
         Self {
             ready: VecDeque::new(),
-            dirty: HashSet::new(),
+            dirty: HashMap::new(),
             processing: HashSet::new(),
             delayed: BTreeSet::new(),
             due: HashMap::new(),
@@ -93,12 +97,13 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
         }
     }
 
-    /// Marks `key` as needing processing. Returns true when a worker should
-    /// be woken (the key became ready).
-    pub fn add(&mut self, key: K) -> bool {
-        if self.shut_down || !self.dirty.insert(key.clone()) {
+    /// Marks `key` as needing processing as of `now`. Returns true when a
+    /// worker should be woken (the key became ready).
+    pub fn add(&mut self, key: K, now: Instant) -> bool {
+        if self.shut_down || self.dirty.contains_key(&key) {
             return false;
         }
+        self.dirty.insert(key.clone(), now);
         if self.processing.contains(&key) {
             // Parked: `done` queues it again.
             return false;
@@ -114,7 +119,7 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
             return false;
         }
         if at <= now {
-            return self.add(key);
+            return self.add(key, now);
         }
         if let Some(&(when, seq)) = self.due.get(&key) {
             if when <= at {
@@ -172,32 +177,34 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
             if *at > now {
                 break;
             }
-            let (_, _, key) = self.delayed.pop_first().expect("checked above");
+            let (at, _, key) = self.delayed.pop_first().expect("checked above");
             self.due.remove(&key);
-            if self.add(key) {
+            // It waits from when it was due, not from when it was scheduled.
+            if self.add(key, at) {
                 woke += 1;
             }
         }
         woke
     }
 
-    /// The next key to process, now marked as processing.
-    pub fn pop(&mut self, now: Instant) -> Option<K> {
+    /// The next key to process, now marked as processing, with when it was
+    /// added (or became due).
+    pub fn pop(&mut self, now: Instant) -> Option<(K, Instant)> {
         if self.shut_down {
             return None;
         }
         self.promote(now);
         let key = self.ready.pop_front()?;
-        self.dirty.remove(&key);
+        let added = self.dirty.remove(&key).unwrap_or(now);
         self.processing.insert(key.clone());
-        Some(key)
+        Some((key, added))
     }
 
     /// Marks `key` finished. Returns true when it was re-added meanwhile and
     /// is ready again.
     pub fn done(&mut self, key: &K) -> bool {
         self.processing.remove(key);
-        if self.dirty.contains(key) && !self.shut_down {
+        if self.dirty.contains_key(key) && !self.shut_down {
             self.ready.push_back(key.clone());
             return true;
         }
@@ -265,7 +272,8 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
 
     /// Marks `key` as needing processing.
     pub fn add(&self, key: K) {
-        if self.with(|s| s.add(key)) {
+        let now = Instant::now();
+        if self.with(|s| s.add(key, now)) {
             self.ready.notify_one();
         }
     }
@@ -298,8 +306,9 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         self.with(|s| s.failures(key))
     }
 
-    /// Waits for the next key; `None` once the queue is shut down.
-    pub async fn get(&self) -> Option<K> {
+    /// Waits for the next key, and says when it was added (or became due);
+    /// `None` once the queue is shut down.
+    pub async fn get(&self) -> Option<(K, Instant)> {
         loop {
             let notified = self.ready.notified();
             tokio::pin!(notified);
@@ -369,34 +378,39 @@ mod tests {
         QueueState::new(RateLimit::default())
     }
 
+    /// The next key, without when it was added.
+    fn pop<K: Clone + Eq + Hash + Ord>(q: &mut QueueState<K>, now: Instant) -> Option<K> {
+        q.pop(now).map(|(key, _)| key)
+    }
+
     #[test]
     fn a_waiting_key_is_queued_once() {
         let now = Instant::now();
         let mut q = state();
-        assert!(q.add("a"));
-        assert!(!q.add("a"));
-        assert!(q.add("b"));
+        assert!(q.add("a", now));
+        assert!(!q.add("a", now));
+        assert!(q.add("b", now));
         assert_eq!(q.len(), 2);
-        assert_eq!(q.pop(now), Some("a"));
-        assert_eq!(q.pop(now), Some("b"));
-        assert_eq!(q.pop(now), None);
+        assert_eq!(pop(&mut q, now), Some("a"));
+        assert_eq!(pop(&mut q, now), Some("b"));
+        assert_eq!(pop(&mut q, now), None);
     }
 
     #[test]
     fn a_key_changed_while_processing_is_parked_then_requeued() {
         let now = Instant::now();
         let mut q = state();
-        q.add("a");
-        assert_eq!(q.pop(now), Some("a"));
+        q.add("a", now);
+        assert_eq!(pop(&mut q, now), Some("a"));
         // Changes while in flight: no second worker may get it.
-        assert!(!q.add("a"));
-        assert!(!q.add("a"));
-        assert_eq!(q.pop(now), None);
+        assert!(!q.add("a", now));
+        assert!(!q.add("a", now));
+        assert_eq!(pop(&mut q, now), None);
         // Finished: it comes back exactly once.
         assert!(q.done(&"a"));
-        assert_eq!(q.pop(now), Some("a"));
+        assert_eq!(pop(&mut q, now), Some("a"));
         assert!(!q.done(&"a"));
-        assert_eq!(q.pop(now), None);
+        assert_eq!(pop(&mut q, now), None);
     }
 
     #[test]
@@ -414,8 +428,8 @@ mod tests {
         let t0 = Instant::now();
         let mut q = state();
         assert_eq!(q.add_rate_limited("a", t0), Duration::from_millis(5));
-        assert_eq!(q.pop(t0), None);
-        assert_eq!(q.pop(t0 + Duration::from_millis(5)), Some("a"));
+        assert_eq!(pop(&mut q, t0), None);
+        assert_eq!(pop(&mut q, t0 + Duration::from_millis(5)), Some("a"));
         q.done(&"a");
         assert_eq!(q.add_rate_limited("a", t0), Duration::from_millis(10));
         assert_eq!(q.failures(&"a"), 2);
@@ -451,8 +465,8 @@ mod tests {
         q.add_at("a", t0 + Duration::from_secs(5), t0);
         assert_eq!(q.delayed_len(), 1);
         assert_eq!(q.next_due(), Some(t0 + Duration::from_secs(2)));
-        assert_eq!(q.pop(t0 + Duration::from_secs(1)), None);
-        assert_eq!(q.pop(t0 + Duration::from_secs(2)), Some("a"));
+        assert_eq!(pop(&mut q, t0 + Duration::from_secs(1)), None);
+        assert_eq!(pop(&mut q, t0 + Duration::from_secs(2)), Some("a"));
         assert_eq!(q.delayed_len(), 0);
     }
 
@@ -460,7 +474,7 @@ mod tests {
     fn a_due_visit_of_a_waiting_key_does_not_duplicate_it() {
         let t0 = Instant::now();
         let mut q = state();
-        q.add("a");
+        q.add("a", t0);
         q.add_at("a", t0 + Duration::from_millis(1), t0);
         assert_eq!(q.promote(t0 + Duration::from_millis(1)), 0);
         assert_eq!(q.len(), 1);
@@ -470,10 +484,28 @@ mod tests {
     fn shut_down_stops_handing_out_and_accepting_keys() {
         let now = Instant::now();
         let mut q = state();
-        q.add("a");
+        q.add("a", now);
         q.shut_down();
-        assert_eq!(q.pop(now), None);
-        assert!(!q.add("b"));
+        assert_eq!(pop(&mut q, now), None);
+        assert!(!q.add("b", now));
+    }
+
+    #[test]
+    fn a_key_reports_when_it_was_first_added() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut q = state();
+        q.add("a", t0);
+        q.add("a", t0 + ms(5)); // already waiting: the first add counts
+        assert_eq!(q.pop(t0 + ms(9)), Some(("a", t0)));
+        // Added while in flight: it waits from that add, through `done`.
+        q.add("a", t0 + ms(10));
+        q.done(&"a");
+        assert_eq!(q.pop(t0 + ms(20)), Some(("a", t0 + ms(10))));
+        q.done(&"a");
+        // A delayed visit waits from when it was due, not when scheduled.
+        q.add_at("a", t0 + ms(30), t0 + ms(20));
+        assert_eq!(q.pop(t0 + ms(35)), Some(("a", t0 + ms(30))));
     }
 
     #[tokio::test(start_paused = true)]
@@ -481,7 +513,7 @@ mod tests {
         let q: WorkQueue<&'static str> = WorkQueue::new(RateLimit::default());
         let worker = {
             let q = q.clone();
-            tokio::spawn(async move { q.get().await })
+            tokio::spawn(async move { q.get().await.map(|(k, _)| k) })
         };
         tokio::task::yield_now().await;
         q.add("a");
@@ -490,7 +522,7 @@ mod tests {
 
         let started = Instant::now();
         q.add_after("b", Duration::from_secs(30));
-        assert_eq!(q.get().await, Some("b"));
+        assert_eq!(q.get().await.map(|(k, _)| k), Some("b"));
         assert!(started.elapsed() >= Duration::from_secs(30));
 
         // An earlier add_after wakes a worker already sleeping on a later one.
@@ -498,7 +530,7 @@ mod tests {
         q.add_after("late", Duration::from_secs(60));
         let worker = {
             let q = q.clone();
-            tokio::spawn(async move { q.get().await })
+            tokio::spawn(async move { q.get().await.map(|(k, _)| k) })
         };
         tokio::task::yield_now().await;
         let started = Instant::now();
@@ -516,7 +548,7 @@ mod tests {
         for _ in 0..4 {
             let (q, active, processed) = (q.clone(), active.clone(), processed.clone());
             workers.push(tokio::spawn(async move {
-                while let Some(key) = q.get().await {
+                while let Some(key) = q.get().await.map(|(k, _)| k) {
                     assert!(active.lock().unwrap().insert(key), "key {key} taken twice");
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     active.lock().unwrap().remove(&key);
@@ -547,14 +579,14 @@ mod tests {
         let q: WorkQueue<&'static str> = WorkQueue::new(RateLimit::default());
         let idle = {
             let q = q.clone();
-            tokio::spawn(async move { q.get().await })
+            tokio::spawn(async move { q.get().await.map(|(k, _)| k) })
         };
         tokio::task::yield_now().await;
         q.add("a");
         assert_eq!(idle.await.unwrap(), Some("a"));
         let idle = {
             let q = q.clone();
-            tokio::spawn(async move { q.get().await })
+            tokio::spawn(async move { q.get().await.map(|(k, _)| k) })
         };
         tokio::task::yield_now().await;
         q.shut_down();

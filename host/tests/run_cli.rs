@@ -162,6 +162,21 @@ fn windlass_run_reconciles_what_kubectl_applies() {
         metrics.contains("windlass_cache_objects{informer=\"pods\"} 3"),
         "{metrics}"
     );
+    // Latency histograms, per plugin: at least the first reconcile is in them.
+    for family in [
+        "windlass_queue_wait_seconds",
+        "windlass_reconcile_duration_seconds",
+    ] {
+        assert!(
+            metrics.contains(&format!("# TYPE {family} histogram")),
+            "{metrics}"
+        );
+        let count = metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("{family}_count{{plugin=\"replicaset\"}}")))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok());
+        assert!(count.is_some_and(|n| n >= 1), "{family}: {metrics}");
+    }
 
     let table = Command::new(env!("CARGO_BIN_EXE_windlass"))
         .args(["plugins", "--admin", &format!("127.0.0.1:{admin}")])

@@ -237,7 +237,11 @@ fn run(args: &[String]) -> Result<()> {
 
 fn bench(args: &[String]) -> Result<()> {
     build_plugins()?;
-    for (package, bench) in [("windlass", "runtime"), ("windlass-apiserver", "apiserver")] {
+    for (package, bench) in [
+        ("windlass", "runtime"),
+        ("windlass-apiserver", "apiserver"),
+        ("windlass", "host"),
+    ] {
         status(
             cargo()
                 .args(["bench", "-p", package, "--bench", bench, "--"])
