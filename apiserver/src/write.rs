@@ -79,11 +79,11 @@ pub(crate) struct DeleteOptions {
 /// A pod's graceful-deletion period for this delete, as the real server
 /// decides it: the request's `gracePeriodSeconds`, else the pod's
 /// `terminationGracePeriodSeconds`, else 30; but 0 (delete now) for a pod
-/// no node runs — never scheduled, or already finished. `None` for every
-/// other kind, which is deleted at once.
-fn pod_grace_period(req: &Req<'_>, pod: &Value, opts: &DeleteOptions) -> Option<i64> {
+/// no node runs — never scheduled, or already finished. 0 for every other
+/// kind, which is deleted at once.
+fn grace_period(req: &Req<'_>, pod: &Value, opts: &DeleteOptions) -> i64 {
     if !(req.res.group.is_empty() && req.res.plural == "pods") {
-        return None;
+        return 0;
     }
     let requested = opts
         .grace_period
@@ -94,11 +94,21 @@ fn pod_grace_period(req: &Req<'_>, pod: &Value, opts: &DeleteOptions) -> Option<
         pod["status"]["phase"].as_str(),
         Some("Succeeded" | "Failed")
     );
-    Some(if unscheduled || finished {
+    if unscheduled || finished {
         0
     } else {
         requested.max(0)
-    })
+    }
+}
+
+/// Marks `o` as being deleted, `grace` seconds from now.
+fn mark_deleting(o: &mut Value, grace: i64) {
+    let meta = meta_mut(o);
+    meta.insert(
+        "deletionTimestamp".into(),
+        Value::String(crate::time::format_rfc3339(crate::time::now_secs() + grace)),
+    );
+    meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
 }
 
 /// The grace period a deleting object still has, from its
@@ -584,18 +594,13 @@ pub(crate) fn delete(
         ));
     }
     let mut new = old.value.clone();
-    let grace = pod_grace_period(req, &old.value, opts).unwrap_or(0);
+    let grace = grace_period(req, &old.value, opts);
     // A deleting pod's grace period can only shrink; once it is 0 (the
     // kubelet's final delete) the pod goes as soon as no finalizer holds it.
     let graceful = if object::is_deleting(&old.value) {
         let current = deletion_grace(&old.value);
         if grace < current {
-            let meta = meta_mut(&mut new);
-            meta.insert(
-                "deletionTimestamp".into(),
-                Value::String(crate::time::format_rfc3339(crate::time::now_secs() + grace)),
-            );
-            meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
+            mark_deleting(&mut new, grace);
         }
         grace.min(current) > 0
     } else {
@@ -632,12 +637,7 @@ pub(crate) fn delete(
     }
     object::set_finalizers(&mut new, fins);
     if !object::is_deleting(&new) {
-        let meta = meta_mut(&mut new);
-        meta.insert(
-            "deletionTimestamp".into(),
-            Value::String(crate::time::format_rfc3339(crate::time::now_secs() + grace)),
-        );
-        meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
+        mark_deleting(&mut new, grace);
     }
     if new == old.value {
         return Ok(Written {

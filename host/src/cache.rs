@@ -237,8 +237,11 @@ fn cut_member(text: &str, value: &str, key: &str) -> Option<String> {
         return None;
     }
     let before = text[..start].trim_end().strip_suffix(':')?.trim_end();
-    let quoted = format!("\"{key}\"");
-    let key_start = before.strip_suffix(quoted.as_str())?.len();
+    let key_start = before
+        .strip_suffix('"')?
+        .strip_suffix(key)?
+        .strip_suffix('"')?
+        .len();
     let lead = text[..key_start].trim_end();
     let (cut_from, cut_to) = if let Some(rest) = lead.strip_suffix(',') {
         // `…, "key": value` → `…`
@@ -327,12 +330,18 @@ impl Store {
     /// were not watching), the old one's delete and then the new one's add,
     /// so that nobody mistakes a new object for an update of the old one.
     pub fn upsert(&mut self, object: CachedObject) -> Vec<Change> {
+        let mut changes = Vec::new();
+        self.upsert_into(object, &mut changes);
+        changes
+    }
+
+    /// [`Store::upsert`], appending to `changes`.
+    fn upsert_into(&mut self, object: CachedObject, changes: &mut Vec<Change>) {
         let new = Arc::new(object);
         let key = new.key.clone();
-        let mut changes = Vec::new();
         if let Some(old) = self.objects.get(&key) {
             if old.resource_version == new.resource_version && !old.resource_version.is_empty() {
-                return changes;
+                return;
             }
             if old.uid != new.uid && !old.uid.is_empty() && !new.uid.is_empty() {
                 changes.extend(self.remove(&key, None));
@@ -346,7 +355,6 @@ impl Store {
             }
             None => Change::Added(new),
         });
-        changes
     }
 
     /// Removes an object. `last` is its final state from the DELETED event,
@@ -365,7 +373,7 @@ impl Store {
         let mut changes = Vec::new();
         for object in objects {
             seen.insert(object.key.clone());
-            changes.extend(self.upsert(object));
+            self.upsert_into(object, &mut changes);
         }
         let gone: Vec<ObjectKey> = self
             .objects

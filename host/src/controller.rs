@@ -420,11 +420,7 @@ async fn report(shared: &Shared, key: &ObjectRef, message: String) {
     // Keep events readable; the full error is in the log.
     const MAX: usize = 1024;
     let message = if message.len() > MAX {
-        let cut = (0..=MAX)
-            .rev()
-            .find(|&i| message.is_char_boundary(i))
-            .unwrap_or(0);
-        format!("{}…", &message[..cut])
+        format!("{}…", &message[..message.floor_char_boundary(MAX)])
     } else {
         message
     };
@@ -467,32 +463,35 @@ fn pending_expectation(shared: &Shared, key: &ObjectRef) -> Option<Duration> {
         .unwrap_or_else(|e| e.into_inner());
     let e = expectations.get(key)?;
     let now = Instant::now();
-    // The cached object `r` names, and whether that cache is at or past the
-    // newest create.
-    let lookup = |r: &ObjectRef| -> (Option<Arc<CachedObject>>, bool) {
-        let kind = r.kind_ref();
-        let k = ObjectKey::new(r.namespace.as_deref(), &r.name);
+    let owned = |kind: KindRef| {
         shared
             .owns
             .iter()
-            .filter(|(owned, _)| *owned == kind)
-            .map(|(_, i)| {
-                i.cache().read(|s| {
-                    let current = matches!((s.version(), e.created_version), (Some(have), Some(want)) if have >= want);
-                    (s.get(&k), current)
-                })
-            })
-            .fold((None, false), |(found, current), (o, c)| {
-                (found.or(o), current || c)
-            })
+            .filter(move |(owned, _)| *owned == kind)
+            .map(|(_, i)| i)
     };
-    let seen = e.creates.iter().all(|r| {
-        let (object, current) = lookup(r);
-        object.is_some() || current
-    }) && e
-        .deletes
+    let lookup = |r: &ObjectRef| -> Option<Arc<CachedObject>> {
+        let k = ObjectKey::new(r.namespace.as_deref(), &r.name);
+        owned(r.kind_ref()).find_map(|i| i.cache().read(|s| s.get(&k)))
+    };
+    // A cache at or past the newest create's version that lacks the object
+    // saw it deleted since: nothing left to wait for.
+    let caught_up = |r: &ObjectRef| {
+        e.created_version.is_some_and(|want| {
+            owned(r.kind_ref()).any(|i| {
+                i.cache()
+                    .read(|s| s.version())
+                    .is_some_and(|have| have >= want)
+            })
+        })
+    };
+    let seen = e
+        .creates
         .iter()
-        .all(|r| lookup(r).0.is_none_or(|o| o.is_deleting()));
+        .all(|r| lookup(r).is_some() || caught_up(r))
+        && e.deletes
+            .iter()
+            .all(|r| lookup(r).is_none_or(|o| o.is_deleting()));
     if seen || now >= e.deadline {
         if !seen {
             tracing::warn!(key = %key, "the cache did not show this reconcile's writes in time; going on");

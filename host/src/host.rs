@@ -63,8 +63,6 @@ enum Slot {
     Running(Controller),
     Waiting {
         plugin: Plugin,
-        /// Tells this wait from a later one for the same plugin.
-        id: u64,
         reason: Arc<Mutex<String>>,
         retry: tokio::task::JoinHandle<()>,
     },
@@ -103,10 +101,8 @@ pub struct Host {
     controllers: Controllers,
     /// Serialises installs and unloads (which may wait for a drain).
     changing: Arc<tokio::sync::Mutex<()>>,
-    waits: std::sync::atomic::AtomicU64,
     /// Files that failed to load, with the reason.
     errors: Mutex<BTreeMap<PathBuf, String>>,
-    installs: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Host {
@@ -130,9 +126,7 @@ impl Host {
             grace: config.grace,
             controllers: Arc::default(),
             changing: Arc::default(),
-            waits: std::sync::atomic::AtomicU64::new(0),
             errors: Mutex::new(BTreeMap::new()),
-            installs: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -199,8 +193,6 @@ impl Host {
                 {
                     // Same watches: swap the code under the running queue.
                     running.replace_plugin(plugin);
-                    self.installs
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     tracing::info!(plugin = %name, "plugin updated in place");
                     return Ok(name);
                 }
@@ -218,8 +210,6 @@ impl Host {
                 Ok(controller) => Slot::Running(controller),
                 Err(e) => self.wait(path, plugin, e),
             };
-        self.installs
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.controllers
             .lock()
             .await
@@ -231,9 +221,6 @@ impl Host {
     /// keeps trying to start it (backing off up to 30 s) and swaps it in.
     fn wait(&self, path: &Path, plugin: Plugin, error: DiscoveryError) -> Slot {
         let name = plugin.name().to_owned();
-        let id = self
-            .waits
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let reason = Arc::new(Mutex::new(error.to_string()));
         tracing::warn!(plugin = %name, file = %path.display(), %error, "plugin waits for its kinds to be served; retrying");
         let (controllers, changing) = (self.controllers.clone(), self.changing.clone());
@@ -246,18 +233,13 @@ impl Host {
                 pause = (pause * 2).min(WAIT_RETRY.1);
                 match Controller::start(p.clone(), &informers, writer.clone()).await {
                     Ok(controller) => {
+                        // Installs and unloads abort this task while they
+                        // hold `changing`, so once we hold it the waiting
+                        // slot is still ours.
                         let _changing = changing.lock().await;
-                        let mut controllers = controllers.lock().await;
-                        let still_ours = matches!(
-                            controllers.get(&name),
-                            Some((_, Slot::Waiting { id: waiting, .. })) if *waiting == id
-                        );
-                        if still_ours {
+                        if let Some((_, slot)) = controllers.lock().await.get_mut(&name) {
                             tracing::info!(plugin = %name, "its kinds are served now; plugin started");
-                            if let Some((_, slot)) = controllers.get_mut(&name) {
-                                // The old slot is this task's own: nothing to stop.
-                                *slot = Slot::Running(controller);
-                            }
+                            *slot = Slot::Running(controller);
                         }
                         return;
                     }
@@ -270,7 +252,6 @@ impl Host {
         });
         Slot::Waiting {
             plugin,
-            id,
             reason,
             retry,
         }
@@ -293,12 +274,6 @@ impl Host {
                 .remove(path);
         }
         running
-    }
-
-    /// How many times a plugin version has been installed (started or
-    /// swapped in); for tests and metrics.
-    pub fn installs(&self) -> u64 {
-        self.installs.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Stops the plugin loaded from `path`, after in-flight work drains.

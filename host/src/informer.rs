@@ -120,10 +120,10 @@ impl InformerStats {
     }
 
     fn recovered(&self) {
-        let mut last = self.last_error.lock().unwrap_or_else(|e| e.into_inner());
-        if last.is_some() {
-            *last = None;
-        }
+        self.last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
     }
 }
 
@@ -461,9 +461,13 @@ impl Reflector {
                 return WatchEnd::Failed(e);
             }
             while let Some(line) = lines.next_line() {
+                let event: WatchEvent<'_> = match serde_json::from_slice(&line) {
+                    Ok(event) => event,
+                    Err(e) => return WatchEnd::Failed(format!("malformed watch event: {e}")),
+                };
                 let applied = match &mut initial {
-                    Some((objects, _)) => self.initial_line(&line, objects),
-                    None => self.apply_line(&line),
+                    Some((objects, _)) => self.initial_event(&event, objects),
+                    None => self.apply_event(&event),
                 };
                 match applied {
                     Ok(Some(rv)) => {
@@ -482,13 +486,11 @@ impl Reflector {
 
     /// One event of a streaming list's initial state: objects are collected;
     /// the end bookmark returns the state's resourceVersion.
-    fn initial_line(
+    fn initial_event(
         &self,
-        line: &[u8],
+        event: &WatchEvent<'_>,
         objects: &mut Vec<CachedObject>,
     ) -> Result<Option<String>, WatchEnd> {
-        let event: WatchEvent<'_> = serde_json::from_slice(line)
-            .map_err(|e| WatchEnd::Failed(format!("malformed watch event: {e}")))?;
         match event.kind {
             "ADDED" => {
                 match CachedObject::parse(event.object.get()) {
@@ -515,7 +517,7 @@ impl Reflector {
                     ))
                 }
             }
-            "ERROR" => self.apply_line(line).map(|_| None),
+            "ERROR" => self.apply_event(event).map(|_| None),
             other => Err(WatchEnd::Failed(format!(
                 "{other} event before the initial events ended"
             ))),
@@ -523,9 +525,7 @@ impl Reflector {
     }
 
     /// Applies one watch event; returns the resourceVersion it carried.
-    fn apply_line(&self, line: &[u8]) -> Result<Option<String>, WatchEnd> {
-        let event: WatchEvent<'_> = serde_json::from_slice(line)
-            .map_err(|e| WatchEnd::Failed(format!("malformed watch event: {e}")))?;
+    fn apply_event(&self, event: &WatchEvent<'_>) -> Result<Option<String>, WatchEnd> {
         let object = event.object.get();
         match event.kind {
             "ADDED" | "MODIFIED" | "DELETED" => {

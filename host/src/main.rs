@@ -144,16 +144,6 @@ struct ApiserverArgs {
     write_kubeconfig: Option<PathBuf>,
 }
 
-impl ApiserverArgs {
-    fn config(&self) -> windlass_apiserver::Config {
-        let config = windlass_apiserver::Config::new().listen(self.listen);
-        match &self.data {
-            Some(dir) => config.data_dir(dir.clone()).durability(self.durability),
-            None => config.in_memory(),
-        }
-    }
-}
-
 #[derive(Subcommand)]
 enum PluginCommand {
     /// Print a plugin's manifest as JSON.
@@ -310,19 +300,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 async fn run_host(args: RunArgs) -> anyhow::Result<()> {
     let mut embedded = None;
     let client = if args.embedded {
-        let mut config = windlass_apiserver::Config::new().listen(args.listen);
-        config = match &args.data {
-            Some(dir) => config.data_dir(dir.clone()).durability(args.durability),
-            None => config.in_memory(),
-        };
-        let server = windlass_apiserver::start(config).await?;
-        if let Some(path) = &args.write_kubeconfig {
-            server
-                .write_kubeconfig(path)
-                .with_context(|| format!("writing kubeconfig to {}", path.display()))?;
-            tracing::info!(kubeconfig = %path.display(), "wrote kubeconfig for the embedded API server");
-        }
-        tracing::info!(url = %server.url(), "embedded API server listening");
+        let server = start_server(
+            args.listen,
+            args.data.as_deref(),
+            args.durability,
+            args.write_kubeconfig.as_deref(),
+        )
+        .await?;
         let client =
             windlass::client::ApiClient::from_kubeconfig_yaml(&server.kubeconfig()).await?;
         embedded = Some(server);
@@ -406,18 +390,41 @@ async fn stop_embedded(server: Option<windlass_apiserver::RunningServer>) {
     }
 }
 
+/// Starts the API server (durable in `data`, else in memory) and writes a
+/// kubeconfig for it when asked.
+async fn start_server(
+    listen: std::net::SocketAddr,
+    data: Option<&std::path::Path>,
+    durability: windlass_apiserver::Durability,
+    kubeconfig: Option<&std::path::Path>,
+) -> anyhow::Result<windlass_apiserver::RunningServer> {
+    let config = windlass_apiserver::Config::new().listen(listen);
+    let config = match data {
+        Some(dir) => config.data_dir(dir.to_path_buf()).durability(durability),
+        None => config.in_memory(),
+    };
+    let server = windlass_apiserver::start(config).await?;
+    if let Some(path) = kubeconfig {
+        server
+            .write_kubeconfig(path)
+            .with_context(|| format!("writing kubeconfig to {}", path.display()))?;
+        tracing::info!(kubeconfig = %path.display(), "wrote kubeconfig for the API server");
+    }
+    tracing::info!(url = %server.url(), "API server listening");
+    Ok(server)
+}
+
 async fn serve_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
     if args.data.is_none() && !args.in_memory {
         tracing::warn!("no --data DIR given: state is kept in memory and lost on exit");
     }
-    let server = windlass_apiserver::start(args.config()).await?;
-    if let Some(path) = &args.write_kubeconfig {
-        server
-            .write_kubeconfig(path)
-            .with_context(|| format!("writing kubeconfig to {}", path.display()))?;
-        tracing::info!(kubeconfig = %path.display(), "wrote kubeconfig");
-    }
-    tracing::info!(url = %server.url(), "API server listening");
+    let server = start_server(
+        args.listen,
+        args.data.as_deref(),
+        args.durability,
+        args.write_kubeconfig.as_deref(),
+    )
+    .await?;
     windlass::shutdown::signal().await;
     tracing::info!("shutting down");
     server.shutdown().await;

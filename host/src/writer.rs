@@ -72,12 +72,16 @@ pub struct Applied {
 }
 
 impl Applied {
-    fn saw_created(&mut self, created: &Value) {
-        let version = created
+    /// Notes a create: `r` names the object, `response` is what the server
+    /// answered.
+    fn created(&mut self, r: ObjectRef, response: &Value) {
+        let version = response
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
             .and_then(|v| v.parse::<u64>().ok());
         self.created_version = self.created_version.max(version);
+        self.created.push(r);
+        self.requests += 1;
     }
 }
 
@@ -180,31 +184,22 @@ impl Writer {
                         .map(|p| owner_reference(&t.manifest.reconciles.kind, t.key, p));
                     let collection = resource.collection_path(namespace.as_deref());
                     let Some(name) = object.header().name.clone() else {
-                        if let Some(owner) = &owner {
-                            add_owner(&mut desired, owner);
-                        }
                         let created = self
-                            .send(
-                                Method::POST,
-                                &collection,
-                                &manager,
-                                &agent,
-                                &desired,
-                                "application/json",
-                            )
+                            .create(&collection, &manager, &agent, desired, owner.as_ref())
                             .await?;
                         let name = created
                             .pointer("/metadata/name")
                             .and_then(Value::as_str)
                             .unwrap_or_default();
-                        applied.requests += 1;
-                        applied.saw_created(&created);
-                        applied.created.push(ObjectRef {
-                            api_version: api_version.to_owned(),
-                            kind: kind.to_owned(),
-                            namespace,
-                            name: name.to_owned(),
-                        });
+                        applied.created(
+                            ObjectRef {
+                                api_version: api_version.to_owned(),
+                                kind: kind.to_owned(),
+                                namespace,
+                                name: name.to_owned(),
+                            },
+                            &created,
+                        );
                         continue;
                     };
                     let target = ObjectRef {
@@ -216,22 +211,10 @@ impl Writer {
                     kept.insert(target.clone());
                     match t.live.get(&target) {
                         None => {
-                            if let Some(owner) = &owner {
-                                add_owner(&mut desired, owner);
-                            }
                             let created = self
-                                .send(
-                                    Method::POST,
-                                    &collection,
-                                    &manager,
-                                    &agent,
-                                    &desired,
-                                    "application/json",
-                                )
+                                .create(&collection, &manager, &agent, desired, owner.as_ref())
                                 .await?;
-                            applied.requests += 1;
-                            applied.saw_created(&created);
-                            applied.created.push(target);
+                            applied.created(target, &created);
                         }
                         Some(live) => {
                             let live: Value = parse(&live)?;
@@ -381,6 +364,30 @@ impl Writer {
         Ok(())
     }
 
+    /// Creates `desired` in `collection`, with the controller owner
+    /// reference when there is one; returns the server's answer.
+    async fn create(
+        &self,
+        collection: &str,
+        manager: &str,
+        agent: &str,
+        mut desired: Value,
+        owner: Option<&Value>,
+    ) -> Result<Value, ApiError> {
+        if let Some(owner) = owner {
+            add_owner(&mut desired, owner);
+        }
+        self.send(
+            Method::POST,
+            collection,
+            manager,
+            agent,
+            &desired,
+            "application/json",
+        )
+        .await
+    }
+
     async fn merge_patch(
         &self,
         path: &str,
@@ -491,7 +498,6 @@ impl Writer {
         }
     }
 
-    /// Records an event; failures are logged, never returned.
     /// Records a Warning event on `key` for a failed reconcile, so that
     /// `kubectl describe` shows it next to the object. Repeats aggregate.
     pub async fn report_failure(
@@ -510,6 +516,7 @@ impl Writer {
         self.record(manifest, key, primary, &event).await;
     }
 
+    /// Records an event; failures are logged, never returned.
     async fn record(
         &self,
         manifest: &Manifest,
