@@ -67,6 +67,8 @@
 // and from the plugin crates that expand `export!`.
 extern crate self as windlass_sdk;
 
+#[cfg(any(all(target_arch = "wasm32", feature = "allocator"), test))]
+mod alloc;
 pub mod cache;
 mod error;
 pub mod log;
@@ -81,6 +83,12 @@ pub mod testing;
 mod typed;
 #[cfg(target_arch = "wasm32")]
 mod wasm;
+
+/// The plugin's allocator (see `alloc.rs`); the `allocator` feature, on by
+/// default, installs it.
+#[cfg(all(target_arch = "wasm32", feature = "allocator"))]
+#[global_allocator]
+static ALLOCATOR: alloc::SizeClasses = alloc::SizeClasses::new();
 
 pub use error::Error;
 pub use manifest::{Manifest, Watch};

@@ -8,11 +8,15 @@ use serde_json::{Map, Value};
 
 use crate::{Error, KindRef, ObjectRef};
 
-/// A Kubernetes object: a thin wrapper over a [`serde_json::Value`].
+/// A Kubernetes object: JSON text, a [`serde_json::Value`], or both.
 ///
-/// The JSON the host hands a plugin is parsed once into an `Object`; the
-/// accessors borrow from it and never copy. New objects are built with
-/// [`Object::new`] and the `with_*` builders.
+/// The JSON the host hands a plugin stays text until a field is read; then
+/// it is parsed once, and the accessors borrow from the parsed value.
+/// [`Object::deserialize`] reads the text directly (into borrowing views,
+/// including `&RawValue` slices of it), and an object that was never changed
+/// goes back to the host as the same text. New objects are built with
+/// [`Object::new`] and the `with_*` builders, or serialized straight to text
+/// with [`Object::from_serialize`].
 ///
 /// ```
 /// use windlass_sdk::Object;
@@ -27,10 +31,12 @@ use crate::{Error, KindRef, ObjectRef};
 /// ```
 #[derive(Clone)]
 pub struct Object {
-    /// The JSON text this object was read from, while it is unmodified: it
-    /// is parsed only if a field is read, and written back without
-    /// re-serializing.
-    raw: Option<String>,
+    /// The object as JSON text, while it is unmodified: the text it was read
+    /// from, or the serialization of `value` once something needed text.
+    raw: OnceCell<String>,
+    /// The parsed object, once a field has been read or changed. At least
+    /// one of `raw` and `value` is always set; when both are, they describe
+    /// the same object (text that does not parse reads as an empty object).
     value: OnceCell<Value>,
 }
 
@@ -64,33 +70,62 @@ impl Object {
     /// `metadata.name` and `metadata.namespace`). Listing such an object as an
     /// `apply` in a pruning outcome keeps the object without changing it.
     pub fn identity(r: &ObjectRef) -> Self {
-        let mut obj = Self::new(&r.api_version, &r.kind).with_name(&r.name);
-        if let Some(ns) = &r.namespace {
-            obj = obj.with_namespace(ns);
-        }
-        obj
+        Self::identity_text(&r.api_version, &r.kind, r.namespace.as_deref(), &r.name)
     }
 
     /// A new object carrying only this object's identity; see
     /// [`Object::identity`].
     pub fn to_identity(&self) -> Self {
-        let mut obj = Self::new(self.api_version(), self.kind()).with_name(self.name());
-        if let Some(ns) = self.namespace() {
-            obj = obj.with_namespace(ns);
+        Self::identity_text(
+            self.api_version(),
+            self.kind(),
+            self.namespace(),
+            self.name(),
+        )
+    }
+
+    /// An identity object, serialized straight to text: plugins list one per
+    /// kept child on every reconcile, so it skips the JSON tree.
+    fn identity_text(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Self {
+        #[derive(serde::Serialize)]
+        struct Identity<'a> {
+            #[serde(rename = "apiVersion")]
+            api_version: &'a str,
+            kind: &'a str,
+            metadata: Meta<'a>,
         }
-        obj
+        #[derive(serde::Serialize)]
+        struct Meta<'a> {
+            name: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            namespace: Option<&'a str>,
+        }
+        let identity = Identity {
+            api_version,
+            kind,
+            metadata: Meta { name, namespace },
+        };
+        // Serializing string fields cannot fail.
+        Self::from_text(serde_json::to_string(&identity).unwrap_or_default())
     }
 
     fn wrap(value: Value) -> Self {
         Self {
-            raw: None,
+            raw: OnceCell::new(),
             value: OnceCell::from(value),
+        }
+    }
+
+    fn from_text(text: String) -> Self {
+        Self {
+            raw: OnceCell::from(text),
+            value: OnceCell::new(),
         }
     }
 
     /// The parsed JSON, parsing the raw text on first use.
     fn v(&self) -> &Value {
-        self.value.get_or_init(|| match &self.raw {
+        self.value.get_or_init(|| match self.raw.get() {
             Some(raw) => serde_json::from_str(raw).unwrap_or_else(|_| Value::Object(Map::new())),
             None => Value::Object(Map::new()),
         })
@@ -99,8 +134,15 @@ impl Object {
     /// The parsed JSON, mutably; the raw text is dropped as it goes stale.
     fn v_mut(&mut self) -> &mut Value {
         self.v();
-        self.raw = None;
+        self.raw.take();
         self.value.get_mut().expect("initialized by v()")
+    }
+
+    /// The JSON text, serializing the value on first use.
+    fn text(&self) -> &str {
+        // Serializing a `Value` cannot fail: its map keys are strings.
+        self.raw
+            .get_or_init(|| serde_json::to_string(self.v()).unwrap_or_default())
     }
 
     /// Wraps JSON text of one object without parsing it yet: fields are
@@ -114,30 +156,22 @@ impl Object {
                 "a Kubernetes object must be a JSON object",
             ));
         }
-        Ok(Self {
-            raw: Some(text),
-            value: OnceCell::new(),
-        })
+        Ok(Self::from_text(text))
     }
 
     /// The object as JSON text, consuming it (no copy if it is unmodified).
-    pub fn into_json(self) -> String {
-        match self.raw {
-            Some(raw) => raw,
-            None => self.to_json(),
-        }
+    pub fn into_json(mut self) -> String {
+        self.text();
+        self.raw.take().unwrap_or_default()
     }
 
-    /// Deserializes the whole object into a (possibly borrowing) type. On
-    /// an object that is still raw JSON text this reads the text directly,
-    /// skipping fields `T` does not have, which is much cheaper than
-    /// building the full JSON tree; prefer it for large objects of which
-    /// only a few fields matter.
+    /// Deserializes the whole object into a (possibly borrowing) type,
+    /// reading its JSON text directly and skipping fields `T` does not have:
+    /// much cheaper than building the full JSON tree, so prefer it for large
+    /// objects of which only a few fields matter. `T` may borrow strings and
+    /// `&RawValue` slices (parts of the object kept as JSON text) from it.
     pub fn deserialize<'a, T: serde::Deserialize<'a>>(&'a self) -> Result<T, Error> {
-        match (&self.raw, self.value.get()) {
-            (Some(raw), None) => Ok(serde_json::from_str(raw)?),
-            _ => Ok(T::deserialize(self.v())?),
-        }
+        Ok(serde_json::from_str(self.text())?)
     }
 
     /// Parses JSON text (one object).
@@ -159,11 +193,7 @@ impl Object {
 
     /// The object as JSON text.
     pub fn to_json(&self) -> String {
-        match (&self.raw, self.value.get()) {
-            (Some(raw), _) => raw.clone(),
-            // Serializing a `Value` cannot fail: its map keys are strings.
-            _ => serde_json::to_string(self.v()).unwrap_or_default(),
-        }
+        self.text().to_owned()
     }
 
     /// The underlying JSON value.
@@ -184,15 +214,23 @@ impl Object {
 
     /// Deserializes the whole object (or use [`Object::get_as`] for a part).
     pub fn to_typed<T: serde::de::DeserializeOwned>(&self) -> Result<T, Error> {
-        match (&self.raw, self.value.get()) {
+        match (self.raw.get(), self.value.get()) {
             (Some(raw), None) => Ok(serde_json::from_str(raw)?),
             _ => Ok(T::deserialize(self.v())?),
         }
     }
 
-    /// Builds an object from any serializable value (a JSON object).
+    /// Builds an object from any serializable value (a JSON object). It is
+    /// serialized once, straight to the text the host receives, without
+    /// building a JSON tree; fields such as `&RawValue` are copied verbatim.
     pub fn from_serialize<T: serde::Serialize>(value: &T) -> Result<Self, Error> {
-        Self::from_value(serde_json::to_value(value)?)
+        let text = serde_json::to_string(value)?;
+        if !text.starts_with('{') {
+            return Err(Error::permanent(
+                "a Kubernetes object must be a JSON object",
+            ));
+        }
+        Ok(Self::from_text(text))
     }
 
     // ---- identity --------------------------------------------------------

@@ -196,7 +196,9 @@ pub struct Request {
 /// to check and route the write without parsing the whole object again.
 #[derive(Debug, Clone)]
 pub struct ObjectText {
-    text: Box<RawValue>,
+    /// Well-formed JSON (`parse` checked every byte of it), without
+    /// surrounding whitespace.
+    text: Box<str>,
     header: ObjectHeader,
 }
 
@@ -214,6 +216,10 @@ pub struct ObjectHeader {
 impl ObjectText {
     /// Parses `text` as a JSON object with `apiVersion`, `kind` and a
     /// `metadata.name` (or, when `allow_generate_name`, a `generateName`).
+    ///
+    /// One pass reads the header and checks the whole text: the fields the
+    /// header does not need are skipped by serde_json's validating skip (the
+    /// same check `RawValue` makes), and trailing characters are refused.
     pub fn parse(text: String, allow_generate_name: bool) -> Result<Self, String> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
@@ -272,13 +278,28 @@ impl ObjectText {
                 }
             ));
         }
-        let text = RawValue::from_string(text).map_err(|e| format!("not JSON: {e}"))?;
+        let json_space = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
+        let text = match text.trim_matches(json_space) {
+            trimmed if trimmed.len() == text.len() => text.into_boxed_str(),
+            trimmed => trimmed.into(),
+        };
         Ok(Self { text, header })
+    }
+
+    /// The same object again, from another copy of its text: what `parse`
+    /// of `text` would return, without parsing it again. (Returns `self`'s
+    /// header with `text`; meant for a text equal to `self.text()`.)
+    pub(crate) fn with_text(&self, text: String) -> Self {
+        debug_assert_eq!(text, *self.text);
+        Self {
+            text: text.into_boxed_str(),
+            header: self.header.clone(),
+        }
     }
 
     /// The JSON text.
     pub fn text(&self) -> &str {
-        self.text.get()
+        &self.text
     }
 
     /// The identity fields.
@@ -304,7 +325,7 @@ impl ObjectText {
 
 impl PartialEq for ObjectText {
     fn eq(&self, other: &Self) -> bool {
-        self.text.get() == other.text.get()
+        self.text == other.text
     }
 }
 
@@ -312,7 +333,11 @@ impl Eq for ObjectText {}
 
 impl Serialize for ObjectText {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.text.serialize(s)
+        // Embedded as JSON, not as a string. `parse` validated the text, so
+        // this borrow cannot fail; it is checked again because a `RawValue`
+        // can only be made by checking.
+        let raw: &RawValue = serde_json::from_str(&self.text).map_err(serde::ser::Error::custom)?;
+        raw.serialize(s)
     }
 }
 
@@ -485,6 +510,22 @@ mod tests {
                 .unwrap_err()
                 .contains("not a JSON object")
         );
+        // Fields the header skips are still checked, as is what follows.
+        let head = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","x":[1,{"y":"z"}]}"#;
+        for bad in [
+            format!(r#"{head},"spec":{{"x":tru}}}}"#),
+            format!(r#"{head},"spec":{{"x":"a\qb"}}}}"#),
+            format!("{head},\"spec\":\"a\u{1}b\"}}"),
+            format!(r#"{head},"spec":01}}"#),
+            format!(r#"{head}}} x"#),
+            format!(r#"{head},"spec":{{}}"#),
+        ] {
+            let err = ObjectText::parse(bad.clone(), false).unwrap_err();
+            assert!(err.contains("not a JSON object"), "{bad}: {err}");
+        }
+        let spaced = ObjectText::parse(format!(" \n{head}}}\t "), false).unwrap();
+        assert_eq!(spaced.text(), format!("{head}}}"));
+        assert_eq!(serde_json::to_string(&spaced).unwrap(), format!("{head}}}"));
         let named = ObjectText::parse(
             r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}"#.into(),
             false,

@@ -12,6 +12,9 @@ pub(crate) use generated::windlass::controller::types as wit;
 pub(crate) use generated::windlass::controller::{cache, log};
 pub(crate) use generated::{Controller, ControllerPre};
 
+use wasmtime::AsContextMut;
+use wasmtime::component::{Component, ComponentExportIndex, Instance};
+
 use crate::contract::{self, KindRef, Manifest, ObjectRef, Watch};
 
 /// The package this host implements; plugins must be built against it.
@@ -20,6 +23,71 @@ pub(crate) const PACKAGE: &str = "windlass:controller@0.1.0";
 pub(crate) const PACKAGE_NAME: &str = "windlass:controller";
 /// The exports the world requires, to name a missing one precisely.
 pub(crate) const EXPORTS: [&str; 4] = ["manifest", "reconcile", "finalize", "map"];
+
+/// The world's exports, located once per component. `ControllerPre::new`
+/// type-checks all four at load; a call then looks up (and type-checks)
+/// only the one export it uses, where `ControllerPre::instantiate` would
+/// check all four on every instantiation.
+pub(crate) struct Exports {
+    manifest: ComponentExportIndex,
+    reconcile: ComponentExportIndex,
+    finalize: ComponentExportIndex,
+    map: ComponentExportIndex,
+}
+
+/// A reconcile-shaped export: `reconcile` or `finalize`.
+pub(crate) type ReconcileResult = Result<wit::Outcome, wit::ReconcileError>;
+
+impl Exports {
+    /// `None` if an export is missing (`check_world` reports which).
+    pub(crate) fn new(component: &Component) -> Option<Self> {
+        let index = |name: &str| component.get_export_index(None, name);
+        Some(Self {
+            manifest: index("manifest")?,
+            reconcile: index("reconcile")?,
+            finalize: index("finalize")?,
+            map: index("map")?,
+        })
+    }
+
+    pub(crate) fn call_manifest(
+        &self,
+        mut store: impl AsContextMut,
+        instance: &Instance,
+    ) -> wasmtime::Result<wit::Manifest> {
+        let f = instance.get_typed_func::<(), (wit::Manifest,)>(&mut store, &self.manifest)?;
+        Ok(f.call(store, ())?.0)
+    }
+
+    /// Calls `finalize` if `finalize`, else `reconcile`.
+    pub(crate) fn call_reconcile(
+        &self,
+        mut store: impl AsContextMut,
+        instance: &Instance,
+        finalize: bool,
+        request: &wit::Request,
+    ) -> wasmtime::Result<ReconcileResult> {
+        let index = if finalize {
+            &self.finalize
+        } else {
+            &self.reconcile
+        };
+        let f =
+            instance.get_typed_func::<(&wit::Request,), (ReconcileResult,)>(&mut store, index)?;
+        Ok(f.call(store, (request,))?.0)
+    }
+
+    pub(crate) fn call_map(
+        &self,
+        mut store: impl AsContextMut,
+        instance: &Instance,
+        changed: &str,
+    ) -> wasmtime::Result<Vec<wit::ObjectRef>> {
+        let f =
+            instance.get_typed_func::<(&str,), (Vec<wit::ObjectRef>,)>(&mut store, &self.map)?;
+        Ok(f.call(store, (changed,))?.0)
+    }
+}
 
 impl From<wit::KindRef> for KindRef {
     fn from(k: wit::KindRef) -> Self {

@@ -24,7 +24,11 @@ use crate::contract::{KindRef, Manifest, ObjectRef};
 const MAX_LOG_BYTES: usize = 64 * 1024;
 
 pub(crate) struct CallState {
-    wasi: WasiCtx,
+    /// Built on the first WASI call: most calls make none, and building
+    /// one (streams, clocks, a seeded RNG) is a good part of a small call.
+    wasi: Option<WasiCtx>,
+    /// The instant the call started, which is all the clock ever reads.
+    started: SystemTime,
     table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) plugin: Arc<str>,
@@ -44,29 +48,32 @@ impl CallState {
         memory_limit: usize,
         now: SystemTime,
     ) -> Self {
-        let output = GuestOutput::default();
-        // No preopened directories, no environment, no arguments, no network,
-        // and a clock frozen at the start of the call: all a plugin can see is
-        // what it is handed.
-        let wasi = WasiCtx::builder()
-            .stdout(output.stream("stdout"))
-            .stderr(output.stream("stderr"))
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .wall_clock(FrozenClock::at(now))
-            .monotonic_clock(FrozenClock::at(now))
-            .build();
         Self {
-            wasi,
+            wasi: None,
+            started: now,
             table: ResourceTable::new(),
             limiter: MemoryLimiter::new(memory_limit),
             plugin,
             manifest,
             cache,
             violations: Vec::new(),
-            output,
+            output: GuestOutput::default(),
         }
+    }
+
+    /// No preopened directories, no environment, no arguments, no network,
+    /// and a clock frozen at the start of the call: all a plugin can see is
+    /// what it is handed.
+    fn sandboxed_wasi(output: &GuestOutput, started: SystemTime) -> WasiCtx {
+        WasiCtx::builder()
+            .stdout(output.stream("stdout"))
+            .stderr(output.stream("stderr"))
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .wall_clock(FrozenClock::at(started))
+            .monotonic_clock(FrozenClock::at(started))
+            .build()
     }
 
     fn check_read(&mut self, api_version: &str, kind: &str) -> Result<(), wit_cache::CacheError> {
@@ -94,8 +101,11 @@ use cache as wit_cache;
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
+        let (output, started) = (&self.output, self.started);
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx: self
+                .wasi
+                .get_or_insert_with(|| Self::sandboxed_wasi(output, started)),
             table: &mut self.table,
         }
     }
@@ -286,6 +296,11 @@ impl GuestOutput {
     /// lines are logged at debug level only, not twice.
     pub(crate) fn flush(&self, plugin: &str, failed: bool) -> String {
         let mut buf = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if buf.stdout.is_empty() && buf.stderr.is_empty() && buf.dropped == 0 {
+            // The common case: the guest printed nothing.
+            buf.kept = 0;
+            return String::new();
+        }
         for line in String::from_utf8_lossy(&buf.stdout).lines() {
             tracing::info!(plugin, stream = "stdout", "{line}");
         }

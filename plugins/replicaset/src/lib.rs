@@ -15,9 +15,12 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
-use windlass_sdk::{Controller, Error, Event, Manifest, Object, Outcome, Request, Watch};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use windlass_sdk::{
+    Controller, Error, Event, Manifest, Object, ObjectRef, Outcome, Request, Watch,
+};
 
 /// The ReplicaSet controller.
 pub struct ReplicaSetController;
@@ -44,9 +47,26 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     let Some(rs) = &req.object else {
         return Ok(Outcome::new());
     };
-    // Only the fields needed are read from the JSON text; the template is
-    // parsed only when pods must be created.
+    // Only the fields needed are read from the JSON text; the parts copied
+    // into writes (template, status) stay JSON text.
     let view: RsView<'_> = rs.deserialize()?;
+    // Read before anything else, so malformed labels or status fail every
+    // reconcile (as when they were fields of the view).
+    let template_labels: Labels<'_> = match &view.spec.template {
+        Some(RsTemplate {
+            metadata:
+                RsTemplateMeta {
+                    labels: Some(labels),
+                    ..
+                },
+            ..
+        }) => serde_json::from_str(labels.get())?,
+        _ => Labels::new(),
+    };
+    let current_status: RsStatus = match view.status {
+        Some(status) => serde_json::from_str(status.get())?,
+        None => RsStatus::default(),
+    };
     // Being deleted: garbage collection removes the pods.
     if view.metadata.deletion_timestamp.is_some() {
         return Ok(Outcome::new());
@@ -60,7 +80,6 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
             .ok_or_else(|| Error::permanent(format!("spec.replicas is not an integer: {v}")))?
             .max(0) as usize,
     };
-    let template_labels = &view.spec.template.metadata.labels;
 
     // Only the fields ranking needs are read from each pod's JSON text.
     let mut live: Vec<PodRank<'_>> = Vec::with_capacity(req.owned.len());
@@ -76,7 +95,7 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
         replicas: live.len() as i64,
         fully_labeled: live
             .iter()
-            .filter(|p| has_labels(&p.pod.metadata.labels, template_labels))
+            .filter(|p| has_labels(&p.pod.metadata.labels, &template_labels))
             .count() as i64,
         ready: live.iter().filter(|p| p.ready).count() as i64,
         observed_generation: view.metadata.generation.unwrap_or(0),
@@ -86,11 +105,12 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     let keep = desired.min(live.len());
     for p in &live[..keep] {
         let meta = &p.pod.metadata;
-        let mut id = Object::new("v1", "Pod").with_name(&meta.name);
-        if let Some(ns) = &meta.namespace {
-            id = id.with_namespace(ns);
-        }
-        out = out.apply(id);
+        out = out.apply(Object::identity(&ObjectRef {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            namespace: meta.namespace.as_deref().map(str::to_owned),
+            name: meta.name.clone().into_owned(),
+        }));
     }
     let extra = &live[keep..];
     for p in extra {
@@ -101,7 +121,7 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     }
     let create = (desired - keep).min(BURST);
     if create > 0 {
-        let pod = pod_from_template(rs, name, namespace)?;
+        let pod = pod_from_template(view.spec.template.as_ref(), name, namespace)?;
         for _ in 1..create {
             out = out.apply(pod.clone());
         }
@@ -114,8 +134,8 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
             },
         ));
     }
-    if !status.matches(&view.status) {
-        out = out.update_status(status.write_for(rs));
+    if !status.matches(&current_status) {
+        out = out.update_status(status.write_for(&view)?);
     }
     Ok(out)
 }
@@ -128,38 +148,71 @@ fn has_labels(pod: &Labels<'_>, template: &Labels<'_>) -> bool {
 }
 
 /// A new pod from `spec.template`, named `<rs-name>-<random>` by the server.
-fn pod_from_template(rs: &Object, name: &str, namespace: &str) -> Result<Object, Error> {
-    let template = rs
-        .get("spec.template")
-        .ok_or_else(|| Error::permanent("spec.template is required"))?;
-    let mut metadata = Map::new();
-    metadata.insert("generateName".into(), Value::String(format!("{name}-")));
-    metadata.insert("namespace".into(), Value::String(namespace.to_owned()));
-    if let Some(tm) = template.get("metadata").and_then(Value::as_object) {
-        for key in ["labels", "annotations", "finalizers"] {
-            if let Some(v) = tm.get(key) {
-                metadata.insert(key.into(), v.clone());
-            }
-        }
+/// The template's labels, annotations, finalizers and spec are copied as
+/// the JSON text they are, and the pod is serialized once.
+fn pod_from_template(
+    template: Option<&RsTemplate<'_>>,
+    name: &str,
+    namespace: &str,
+) -> Result<Object, Error> {
+    #[derive(Serialize)]
+    struct NewPod<'a> {
+        #[serde(rename = "apiVersion")]
+        api_version: &'static str,
+        kind: &'static str,
+        metadata: NewPodMeta<'a>,
+        spec: &'a RawValue,
     }
-    let spec = template.get("spec").cloned().unwrap_or_else(|| json!({}));
-    Object::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata,
-        "spec": spec,
-    }))
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct NewPodMeta<'a> {
+        generate_name: String,
+        namespace: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        labels: Option<&'a RawValue>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<&'a RawValue>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        finalizers: Option<&'a RawValue>,
+    }
+    let template = template.ok_or_else(|| Error::permanent("spec.template is required"))?;
+    let empty: &RawValue = serde_json::from_str("{}")?;
+    let meta = &template.metadata;
+    Object::from_serialize(&NewPod {
+        api_version: "v1",
+        kind: "Pod",
+        metadata: NewPodMeta {
+            generate_name: format!("{name}-"),
+            namespace,
+            labels: meta.labels,
+            annotations: meta.annotations,
+            finalizers: meta.finalizers,
+        },
+        spec: template.spec.unwrap_or(empty),
+    })
+}
+
+/// For fields that must be told apart from absent when they are `null`:
+/// present (even as `null`) deserializes to `Some`.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// The parts of a ReplicaSet this controller looks at, borrowed from its JSON.
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct RsView<'a> {
+    #[serde(borrow, default)]
+    api_version: Cow<'a, str>,
+    #[serde(borrow, default)]
+    kind: Cow<'a, str>,
     #[serde(borrow, default)]
     metadata: RsMeta<'a>,
     #[serde(borrow, default)]
     spec: RsSpec<'a>,
-    #[serde(default)]
-    status: RsStatus,
+    /// Kept as text: read for the counts, copied into a status write.
+    #[serde(borrow, default, deserialize_with = "present")]
+    status: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
@@ -172,6 +225,8 @@ struct RsMeta<'a> {
     #[serde(default)]
     generation: Option<i64>,
     #[serde(borrow, default)]
+    resource_version: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
     deletion_timestamp: Option<Cow<'a, str>>,
 }
 
@@ -179,20 +234,27 @@ struct RsMeta<'a> {
 struct RsSpec<'a> {
     #[serde(default)]
     replicas: Option<Value>,
-    #[serde(borrow, default)]
-    template: RsTemplate<'a>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    template: Option<RsTemplate<'a>>,
 }
 
-#[derive(Deserialize, Default)]
+/// The pod template, as JSON text: new pods copy it verbatim.
+#[derive(Deserialize)]
 struct RsTemplate<'a> {
     #[serde(borrow, default)]
     metadata: RsTemplateMeta<'a>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    spec: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
 struct RsTemplateMeta<'a> {
-    #[serde(borrow, default)]
-    labels: Labels<'a>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    labels: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    annotations: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    finalizers: Option<&'a RawValue>,
 }
 
 /// The status counts as the object has them (absent counts as 0, as the
@@ -395,19 +457,46 @@ impl Status {
     /// A status write: the ReplicaSet's identity and resourceVersion (so a
     /// stale write conflicts) and its status, keeping status fields this
     /// controller does not own (e.g. conditions).
-    fn write_for(&self, rs: &Object) -> Object {
-        let mut status = match rs.get("status") {
-            Some(Value::Object(s)) => s.clone(),
+    fn write_for(&self, rs: &RsView<'_>) -> Result<Object, Error> {
+        #[derive(Serialize)]
+        struct StatusWrite<'a> {
+            #[serde(rename = "apiVersion")]
+            api_version: &'a str,
+            kind: &'a str,
+            metadata: StatusWriteMeta<'a>,
+            status: Map<String, Value>,
+        }
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct StatusWriteMeta<'a> {
+            name: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            namespace: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            resource_version: Option<&'a str>,
+        }
+        let mut status = match rs
+            .status
+            .map(|s| serde_json::from_str(s.get()))
+            .transpose()?
+        {
+            Some(Value::Object(s)) => s,
             _ => Map::new(),
         };
         for (field, value) in Self::FIELDS.iter().zip(self.values()) {
             status.insert((*field).to_owned(), value.into());
         }
-        let mut obj = rs.to_identity().with("status", Value::Object(status));
-        if let Some(rv) = rs.resource_version() {
-            obj = obj.with_resource_version(rv);
-        }
-        obj
+        let meta = &rs.metadata;
+        Object::from_serialize(&StatusWrite {
+            api_version: &rs.api_version,
+            kind: &rs.kind,
+            metadata: StatusWriteMeta {
+                name: &meta.name,
+                namespace: meta.namespace.as_deref(),
+                resource_version: meta.resource_version.as_deref(),
+            },
+            status,
+        })
     }
 }
 
