@@ -164,6 +164,11 @@ pub async fn metrics(host: &Host) -> String {
         "windlass_reconcile_microseconds",
         "Time spent reconciling, by plugin",
     );
+    let blocking = counter(
+        &mut r,
+        "windlass_plugin_blocking_calls",
+        "Plugin calls run on a blocking thread (slow plugins, or a call over the inline budget) rather than on the async worker, by plugin",
+    );
     let queue = gauge(
         &mut r,
         "windlass_queue_depth",
@@ -193,6 +198,7 @@ pub async fn metrics(host: &Host) -> String {
         conflicts.get_or_create(&l).inc_by(stats.conflicts);
         writes.get_or_create(&l).inc_by(stats.writes);
         busy.get_or_create(&l).inc_by(stats.busy_micros);
+        blocking.get_or_create(&l).inc_by(stats.blocking_calls);
         for (state, n) in [
             ("ready", depth.0),
             ("delayed", depth.1),

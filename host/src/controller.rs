@@ -14,7 +14,7 @@
 //! acts twice on a stale picture — e.g. creating pods twice.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -23,19 +23,33 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::cache::{CachedObject, Change, ObjectKey};
-use crate::contract::{KindRef, Manifest, ObjectRef, Request};
+use crate::contract::{KindRef, Manifest, ObjectRef, Outcome, Request};
 use crate::discovery::DiscoveryError;
 use crate::histogram::{Histogram, HistogramSnapshot};
 use crate::informer::Informer;
 use crate::informers::{Informers, PluginView};
 use crate::queue::{RateLimit, WorkQueue};
-use crate::runtime::{CacheReader, Plugin, PluginError};
+use crate::runtime::{Attempt, CacheReader, Plugin, PluginError};
 use crate::writer::{Applied, Target, WriteError, Writer};
 
 /// How long a key waits for its own writes to show up in the cache.
 const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(30);
 /// Delay before reconciling again after a conflict (the cache was behind).
 const STALE_RETRY: Duration = Duration::from_millis(20);
+
+/// A plugin call first runs on the async worker itself, without the
+/// hand-off to a blocking thread and back (which costs more than a typical
+/// call), for at most this long (rounded up to the runtime's epoch tick);
+/// one that runs out is repeated on a blocking thread with the full timeout.
+const INLINE_BUDGET: Duration = Duration::from_millis(5);
+/// Inline calls taking longer than this, several in a row (one alone may
+/// just have been preempted) ...
+const INLINE_SLOW: Duration = Duration::from_micros(500);
+const SLOW_STREAK: u32 = 3;
+/// ... or one that had to be repeated send the plugin's next this many
+/// calls straight to a blocking thread, so a slow plugin (or one that
+/// prints on every call) does not keep holding an async worker.
+const CALLS_OFF_INLINE: u32 = 64;
 
 /// Counters and timings for one plugin.
 #[derive(Debug, Default)]
@@ -52,6 +66,9 @@ pub struct ControllerStats {
     /// How long each reconcile took: building the request, the plugin call
     /// and the writes.
     pub reconcile_time: Histogram,
+    /// Plugin calls made on a blocking thread rather than inline on the
+    /// async worker (see [`INLINE_BUDGET`]).
+    pub blocking_calls: AtomicU64,
 }
 
 /// A copy of [`ControllerStats`] at one moment.
@@ -62,6 +79,7 @@ pub struct StatsSnapshot {
     pub conflicts: u64,
     pub writes: u64,
     pub busy_micros: u64,
+    pub blocking_calls: u64,
     pub queue_wait: HistogramSnapshot,
     pub reconcile_time: HistogramSnapshot,
 }
@@ -74,6 +92,7 @@ impl ControllerStats {
             conflicts: self.conflicts.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             busy_micros: self.busy_micros.load(Ordering::Relaxed),
+            blocking_calls: self.blocking_calls.load(Ordering::Relaxed),
             queue_wait: self.queue_wait.snapshot(),
             reconcile_time: self.reconcile_time.snapshot(),
         }
@@ -102,6 +121,10 @@ struct Shared {
     writer: Arc<Writer>,
     expectations: Mutex<HashMap<ObjectRef, Expectation>>,
     stats: ControllerStats,
+    /// Calls still to make on a blocking thread before trying inline again.
+    off_inline: AtomicU32,
+    /// Slow inline calls in a row.
+    slow_streak: AtomicU32,
 }
 
 /// A running controller. [`Controller::shutdown`] stops it gracefully.
@@ -160,6 +183,8 @@ impl Controller {
             writer,
             expectations: Mutex::new(HashMap::new()),
             stats: ControllerStats::default(),
+            off_inline: AtomicU32::new(0),
+            slow_streak: AtomicU32::new(0),
         });
         let mut subscriptions = Vec::new();
         let mut tasks = Vec::new();
@@ -578,16 +603,7 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectRef) -> Result<Option<Durat
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
-    let view: Arc<dyn CacheReader> = shared.view.clone();
-    let outcome = tokio::task::spawn_blocking(move || {
-        if finalize {
-            plugin.finalize(request, view)
-        } else {
-            plugin.reconcile(request, view)
-        }
-    })
-    .await
-    .map_err(|e| Failure::Retry(format!("reconcile task failed: {e}")))??;
+    let outcome = call_plugin(shared, plugin, finalize, request).await?;
 
     let target = Target {
         manifest,
@@ -613,4 +629,55 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectRef) -> Result<Option<Durat
             .await?;
     }
     Ok(outcome.requeue_after)
+}
+
+/// Calls `reconcile` (or `finalize`): inline while the plugin's calls are
+/// quick, else (or when an inline try runs out of its budget) on a blocking
+/// thread.
+async fn call_plugin(
+    shared: &Shared,
+    plugin: Plugin,
+    finalize: bool,
+    request: Request,
+) -> Result<Outcome, Failure> {
+    let view: Arc<dyn CacheReader> = shared.view.clone();
+    let off = shared
+        .off_inline
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+        .is_ok();
+    let request = if off {
+        request
+    } else {
+        let started = std::time::Instant::now();
+        match plugin.try_reconcile(finalize, request, view.clone(), INLINE_BUDGET) {
+            Attempt::Done(result) => {
+                let streak = if started.elapsed() > INLINE_SLOW {
+                    shared.slow_streak.fetch_add(1, Ordering::Relaxed) + 1
+                } else {
+                    shared.slow_streak.store(0, Ordering::Relaxed);
+                    0
+                };
+                if streak >= SLOW_STREAK {
+                    shared.slow_streak.store(0, Ordering::Relaxed);
+                    shared.off_inline.store(CALLS_OFF_INLINE, Ordering::Relaxed);
+                }
+                return Ok(result?);
+            }
+            Attempt::Unfinished(request) => {
+                shared.off_inline.store(CALLS_OFF_INLINE, Ordering::Relaxed);
+                request
+            }
+        }
+    };
+    shared.stats.blocking_calls.fetch_add(1, Ordering::Relaxed);
+    let outcome = tokio::task::spawn_blocking(move || {
+        if finalize {
+            plugin.finalize(request, view)
+        } else {
+            plugin.reconcile(request, view)
+        }
+    })
+    .await
+    .map_err(|e| Failure::Retry(format!("reconcile task failed: {e}")))??;
+    Ok(outcome)
 }

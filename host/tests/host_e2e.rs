@@ -17,6 +17,14 @@ struct Env {
 }
 
 async fn env() -> Env {
+    env_with(RuntimeConfig {
+        artifact_dir: None,
+        ..RuntimeConfig::default()
+    })
+    .await
+}
+
+async fn env_with(runtime: RuntimeConfig) -> Env {
     let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
         .await
         .expect("API server");
@@ -26,10 +34,7 @@ async fn env() -> Env {
     let host = Host::new(
         client.clone(),
         HostConfig {
-            runtime: RuntimeConfig {
-                artifact_dir: None,
-                ..RuntimeConfig::default()
-            },
+            runtime,
             ..HostConfig::default()
         },
     )
@@ -406,5 +411,65 @@ async fn a_failing_reconcile_is_reported_on_the_object() {
         },
     )
     .await;
+    host.shutdown().await;
+}
+
+/// A plugin that never returns is first tried inline on the async worker,
+/// cut off at the inline budget, then run on a blocking thread until the
+/// configured timeout stops it; meanwhile another plugin keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_that_never_returns_is_stopped_and_others_keep_working() {
+    let Env {
+        server: _server,
+        client,
+        host,
+    } = env_with(RuntimeConfig {
+        artifact_dir: None,
+        call_timeout: Duration::from_millis(300),
+        ..RuntimeConfig::default()
+    })
+    .await;
+    host.load_file(&windlass_tests::plugin("test-spin"))
+        .await
+        .expect("test-spin loads");
+    send(
+        &client,
+        Method::POST,
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "spin"}}),
+    )
+    .await
+    .expect("create the ConfigMap");
+    let rs = create_rs(&client, "web", 2).await;
+    expect_pods(&client, rs["metadata"]["uid"].as_str().unwrap(), 2).await;
+    eventually(
+        "a Warning event naming the full timeout",
+        Duration::from_secs(30),
+        || async {
+            let events = get(&client, "/api/v1/namespaces/default/events").await;
+            let found = events["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["involvedObject"]["name"] == "spin")
+                .cloned()
+                .ok_or_else(|| events.to_string())?;
+            let message = found["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains("test-spin") && message.contains("within 300ms"),
+                "{found}"
+            );
+            Ok(())
+        },
+    )
+    .await;
+    let stats = host.controller_stats().await;
+    let spin = stats
+        .iter()
+        .find(|(name, ..)| name == "test-spin")
+        .map(|(_, _, s, _)| s)
+        .expect("test-spin runs");
+    assert!(spin.failures >= 1 && spin.blocking_calls >= 1, "{spin:?}");
     host.shutdown().await;
 }

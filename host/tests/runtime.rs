@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use windlass::contract::{Request, Write};
 use windlass::offline::{StaticCache, request_for};
-use windlass::runtime::{EmptyCache, LoadError, Plugin, PluginError, Runtime, RuntimeConfig};
+use windlass::runtime::{
+    Attempt, EmptyCache, LoadError, Plugin, PluginError, Runtime, RuntimeConfig,
+};
 
 fn runtime() -> Runtime {
     Runtime::new(RuntimeConfig {
@@ -346,4 +348,45 @@ fn precompiled_artifacts_are_reused_and_corruption_is_survived() {
             .count(),
         2
     );
+}
+
+/// An inline attempt, made on a Tokio worker thread as the host makes it:
+/// a computing plugin finishes; one that writes to stderr (a panic message)
+/// or runs past the budget gives the request back untouched, without
+/// panicking the worker, and the full call then reports what went wrong.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inline_attempts_finish_or_hand_the_call_back() {
+    let rt = runtime();
+    let budget = Duration::from_millis(5);
+    let rs = request(&windlass_tests::replicaset("web", 3));
+    match load(&rt, "replicaset").try_reconcile(false, rs, Arc::new(EmptyCache), budget) {
+        Attempt::Done(Ok(outcome)) => assert_eq!(outcome.writes.len(), 4, "{outcome:?}"),
+        other => panic!("replicaset did not finish inline: {other:?}"),
+    }
+    for fixture in ["test-trap", "test-spin"] {
+        let plugin = load(&rt, fixture);
+        let cm = request(&windlass_tests::configmap("cm", "write"));
+        let started = Instant::now();
+        let Attempt::Unfinished(back) =
+            plugin.try_reconcile(false, cm.clone(), Arc::new(EmptyCache), budget)
+        else {
+            panic!("{fixture} finished inline");
+        };
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{fixture}: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(back, cm, "{fixture}: the request comes back as it was");
+    }
+    let trap = tokio::task::spawn_blocking(move || {
+        load(&rt, "test-trap").reconcile(
+            request(&windlass_tests::configmap("cm", "write")),
+            Arc::new(EmptyCache),
+        )
+    })
+    .await
+    .unwrap()
+    .expect_err("test-trap traps");
+    assert!(trap.to_string().contains("deliberate panic"), "{trap}");
 }

@@ -155,6 +155,17 @@ impl From<contract::Request> for wit::Request {
     }
 }
 
+impl From<wit::Request> for contract::Request {
+    fn from(r: wit::Request) -> Self {
+        contract::Request {
+            key: r.key.into(),
+            object: r.object,
+            owned: r.owned,
+            attempt: r.attempt,
+        }
+    }
+}
+
 impl From<wit::EventType> for contract::EventType {
     fn from(t: wit::EventType) -> Self {
         match t {

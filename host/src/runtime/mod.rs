@@ -14,6 +14,7 @@
 
 mod artifacts;
 mod bindings;
+mod inline;
 mod state;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +23,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
-use wasmtime::component::{Component, HasSelf, Instance, Linker, types::ComponentItem};
+use wasmtime::component::{
+    Component, HasSelf, Instance, InstancePre, Linker, types::ComponentItem,
+};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
 use windlass_selector::LabelSelector;
 
@@ -186,6 +189,15 @@ impl PluginError {
     }
 }
 
+/// The result of [`Plugin::try_reconcile`].
+#[derive(Debug)]
+pub enum Attempt {
+    /// The call ran to its end (successfully or not).
+    Done(Result<Outcome, PluginError>),
+    /// The call could not start at once or ran out of its budget; repeat it.
+    Unfinished(Request),
+}
+
 /// The engine, linker and shared limits every loaded plugin uses.
 #[derive(Clone)]
 pub struct Runtime {
@@ -311,6 +323,12 @@ impl Runtime {
             file: file.clone(),
             reason: "an export of the world is missing".into(),
         })?;
+        let inline = inline::linker(&self.inner.engine, &component)
+            .and_then(|linker| linker.instantiate_pre(&component))
+            .map_err(|e| {
+                tracing::warn!(%file, error = %format!("{e:#}"), "cannot link the plugin for inline calls; all its calls run on a blocking thread");
+            })
+            .ok();
 
         // Until it has told us its name, a plugin is known by its file.
         let stem = Path::new(&file)
@@ -320,6 +338,7 @@ impl Runtime {
         let mut plugin = PluginInner {
             runtime: self.inner.clone(),
             pre,
+            inline,
             exports,
             manifest: Arc::new(placeholder_manifest(&stem)),
             digest,
@@ -450,6 +469,9 @@ impl std::fmt::Debug for Plugin {
 struct PluginInner {
     runtime: Arc<RuntimeInner>,
     pre: ControllerPre<CallState>,
+    /// The same component linked for inline calls (see `inline.rs`); `None`
+    /// if that failed, and then every call runs with the full linker.
+    inline: Option<InstancePre<CallState>>,
     exports: Exports,
     manifest: Arc<Manifest>,
     digest: String,
@@ -495,6 +517,41 @@ impl Plugin {
         self.inner.reconcile_like("finalize", request, cache)
     }
 
+    /// Calls `reconcile` (or `finalize`) like [`Plugin::reconcile`], for a
+    /// caller that must not be held up for long, such as an async worker:
+    /// the call gets `budget` (rounded up to the epoch tick) instead of the
+    /// configured timeout, and does not wait for a free instance slot.
+    ///
+    /// Returns [`Attempt::Unfinished`] with the request when no slot was free
+    /// or the call ran out of its budget: the instance is thrown away with
+    /// everything it did, and nothing was written, so the caller repeats the
+    /// call with the full timeout where blocking is fine. (What the plugin
+    /// logged through the `log` import before it was cut short stays logged.)
+    pub fn try_reconcile(
+        &self,
+        finalize: bool,
+        request: Request,
+        cache: Arc<dyn CacheReader>,
+        budget: Duration,
+    ) -> Attempt {
+        let export = if finalize { "finalize" } else { "reconcile" };
+        let request = wit::Request::from(request);
+        let inner = &self.inner;
+        let result = inner.try_call(
+            export,
+            Some(inner.manifest.clone()),
+            cache,
+            budget,
+            |e, i, s| e.call_reconcile(s, i, finalize, &request),
+        );
+        match result {
+            None => Attempt::Unfinished(request.into()),
+            Some(result) => Attempt::Done(result.and_then(|outcome| {
+                inner.check_outcome(export, outcome, request.key.namespace.as_deref())
+            })),
+        }
+    }
+
     /// Calls `map` for a changed `reads` object; returns the primary keys to
     /// requeue.
     pub fn map(
@@ -529,7 +586,11 @@ impl Plugin {
     /// for measurement and offline tools. A trap poisons the session.
     pub fn session(&self, cache: Arc<dyn CacheReader>) -> Result<Session, PluginError> {
         let inner = &self.inner;
-        let mut store = inner.new_store(Some(inner.manifest.clone()), cache);
+        let mut store = inner.new_store(
+            Some(inner.manifest.clone()),
+            cache,
+            inner.runtime.config.call_timeout,
+        );
         let controller = inner
             .pre
             .instantiate(&mut store)
@@ -547,6 +608,7 @@ impl PluginInner {
         &self,
         manifest: Option<Arc<Manifest>>,
         cache: Arc<dyn CacheReader>,
+        limit: Duration,
     ) -> Store<CallState> {
         let rt = &self.runtime;
         let state = CallState::new(
@@ -558,7 +620,7 @@ impl PluginInner {
         );
         let mut store = Store::new(&rt.engine, state);
         store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(rt.ticker.ticks_for(rt.config.call_timeout));
+        store.set_epoch_deadline(rt.ticker.ticks_for(limit));
         store.epoch_deadline_trap();
         store
     }
@@ -573,13 +635,58 @@ impl PluginInner {
         f: impl FnOnce(&Exports, &Instance, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
         let _slot = self.runtime.slots.acquire();
-        let mut store = self.new_store(manifest, cache);
-        let result = self
-            .pre
-            .instance_pre()
-            .instantiate(&mut store)
-            .and_then(|instance| f(&self.exports, &instance, &mut store));
-        let result = result.map_err(|e| self.classify(export, e, &store));
+        let limit = self.runtime.config.call_timeout;
+        let mut store = self.new_store(manifest, cache, limit);
+        let result = Self::instantiate_and(self.pre.instance_pre(), &self.exports, &mut store, f);
+        self.finish(export, result, &store)
+    }
+
+    /// [`PluginInner::call`] with the inline linker, within `budget`, and
+    /// only if an instance slot is free at once; `None` if not, or if the
+    /// call ran out of its budget or reached an import that needs a thread.
+    fn try_call<R>(
+        &self,
+        export: &'static str,
+        manifest: Option<Arc<Manifest>>,
+        cache: Arc<dyn CacheReader>,
+        budget: Duration,
+        f: impl FnOnce(&Exports, &Instance, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> Option<Result<R, PluginError>> {
+        let pre = self.inline.as_ref()?;
+        let _slot = self.runtime.slots.try_acquire()?;
+        let mut store = self.new_store(manifest, cache, budget);
+        let result = Self::instantiate_and(pre, &self.exports, &mut store, f);
+        if let Err(e) = &result
+            && (matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt))
+                || e.downcast_ref::<inline::NeedsThread>().is_some())
+        {
+            // Dropping the store drops the guest's buffered output too: the
+            // repeated call prints it again.
+            return None;
+        }
+        Some(self.finish(export, result, &store))
+    }
+
+    fn instantiate_and<R>(
+        pre: &InstancePre<CallState>,
+        exports: &Exports,
+        store: &mut Store<CallState>,
+        f: impl FnOnce(&Exports, &Instance, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> wasmtime::Result<R> {
+        pre.instantiate(&mut *store)
+            .and_then(|instance| f(exports, &instance, store))
+    }
+
+    /// Turns a call's result into a `PluginError` naming the plugin if it
+    /// failed, logs the guest's output, and refuses a call that touched an
+    /// undeclared kind.
+    fn finish<R>(
+        &self,
+        export: &'static str,
+        result: wasmtime::Result<R>,
+        store: &Store<CallState>,
+    ) -> Result<R, PluginError> {
+        let result = result.map_err(|e| self.classify(export, e, store));
         let stderr_tail = store
             .data()
             .output
@@ -876,6 +983,13 @@ impl Slots {
         }
         state.free -= 1;
         Slot(self)
+    }
+
+    /// A slot if one is free now.
+    fn try_acquire(&self) -> Option<Slot<'_>> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.free = state.free.checked_sub(1)?;
+        Some(Slot(self))
     }
 }
 
