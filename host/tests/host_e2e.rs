@@ -130,6 +130,15 @@ where
     }
 }
 
+/// The `/plugins` row of the plugin called `name`.
+async fn status_row(host: &Host, name: &str) -> windlass::host::PluginStatus {
+    host.status()
+        .await
+        .into_iter()
+        .find(|r| r.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("no status row for {name}"))
+}
+
 async fn expect_pods(client: &ApiClient, uid: &str, want: usize) {
     eventually(&format!("{want} pods"), Duration::from_secs(30), || async {
         let n = live_pods(client, uid).await.len();
@@ -288,12 +297,7 @@ async fn a_plugin_whose_crd_comes_later_starts_once_it_is_served() {
     host.load_file(&file)
         .await
         .expect("a plugin whose kind is not served yet is accepted and waits");
-    let row = host
-        .status()
-        .await
-        .into_iter()
-        .find(|r| r.name.as_deref() == Some("test-crd"))
-        .expect("status row");
+    let row = status_row(&host, "test-crd").await;
     let error = row.error.expect("the wait is reported");
     assert!(
         error.contains("does not serve example.com/v1 Widget") && error.contains("retrying"),
@@ -349,12 +353,7 @@ async fn a_plugin_whose_crd_comes_later_starts_once_it_is_served() {
         },
     )
     .await;
-    let row = host
-        .status()
-        .await
-        .into_iter()
-        .find(|r| r.name.as_deref() == Some("test-crd"))
-        .unwrap();
+    let row = status_row(&host, "test-crd").await;
     assert_eq!(row.error, None);
     eventually("the host is ready", Duration::from_secs(10), || async {
         host.is_ready()

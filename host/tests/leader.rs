@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use windlass::client::ApiClient;
 use windlass::leader::{Elector, LeaseConfig, LeaseLost};
+use windlass_apiserver::RunningServer;
 use windlass_tests::Proxy;
 
 fn config(identity: &str) -> LeaseConfig {
@@ -27,14 +28,27 @@ async fn lease(client: &ApiClient) -> Value {
     serde_json::from_slice(&body).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_leader_at_a_time_and_release_hands_over_at_once() {
+/// An in-memory server and a client of it.
+async fn server() -> (RunningServer, ApiClient) {
     let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
         .await
         .unwrap();
     let client = ApiClient::from_kubeconfig_yaml(&server.kubeconfig())
         .await
         .unwrap();
+    (server, client)
+}
+
+/// A client of `server` through `proxy`.
+async fn proxied(server: &RunningServer, proxy: &Proxy) -> ApiClient {
+    ApiClient::from_kubeconfig_yaml(&proxy.kubeconfig(&server.kubeconfig(), server.addr()))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_leader_at_a_time_and_release_hands_over_at_once() {
+    let (_server, client) = server().await;
     let mut a = Elector::new(client.clone(), config("a"));
     let mut b = Elector::new(client.clone(), config("b"));
     a.acquire().await;
@@ -71,18 +85,9 @@ async fn one_leader_at_a_time_and_release_hands_over_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_leader_loses_the_lease_and_knows_it() {
-    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
-        .await
-        .unwrap();
-    let direct = ApiClient::from_kubeconfig_yaml(&server.kubeconfig())
-        .await
-        .unwrap();
+    let (server, direct) = server().await;
     let proxy = Proxy::start(server.addr()).await;
-    let cut_off =
-        ApiClient::from_kubeconfig_yaml(&proxy.kubeconfig(&server.kubeconfig(), server.addr()))
-            .await
-            .unwrap();
-    let mut a = Elector::new(cut_off, config("a"));
+    let mut a = Elector::new(proxied(&server, &proxy).await, config("a"));
     a.acquire().await;
 
     // The network between a and the server goes away.
@@ -106,12 +111,7 @@ async fn a_silent_leader_loses_the_lease_and_knows_it() {
 
     // When a can talk again, it sees that b leads.
     proxy.set_refusing(false);
-    let mut a = Elector::new(
-        ApiClient::from_kubeconfig_yaml(&proxy.kubeconfig(&server.kubeconfig(), server.addr()))
-            .await
-            .unwrap(),
-        config("a"),
-    );
+    let mut a = Elector::new(proxied(&server, &proxy).await, config("a"));
     assert!(
         tokio::time::timeout(Duration::from_secs(1), a.acquire())
             .await

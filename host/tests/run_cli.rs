@@ -3,10 +3,11 @@
 //! readiness, plugins (a broken one included) and metrics, and SIGTERM
 //! stops the host cleanly.
 
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 struct Running(Child);
@@ -62,38 +63,100 @@ fn wait_for(what: &str, timeout: Duration, mut check: impl FnMut() -> Result<(),
     }
 }
 
-#[test]
-fn windlass_run_reconciles_what_kubectl_applies() {
-    let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
+/// A plugins directory in `dir` holding the replicaset plugin.
+fn plugins_dir(dir: &Path) -> PathBuf {
+    let plugins = dir.join("plugins");
     std::fs::create_dir(&plugins).unwrap();
     std::fs::copy(
         windlass_tests::plugin("replicaset"),
         plugins.join("replicaset.wasm"),
     )
     .unwrap();
-    std::fs::write(plugins.join("broken.wasm"), "not a component").unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    let admin = free_port();
+    plugins
+}
 
+/// `windlass run ARGS --plugins PLUGINS --admin 127.0.0.1:ADMIN`, with its
+/// artifact cache in `dir` and its log on a pipe.
+fn windlass_run(dir: &Path, plugins: &Path, admin: u16, args: &[&OsStr]) -> Running {
     let child = Command::new(env!("CARGO_BIN_EXE_windlass"))
-        .args([
-            "run",
-            "--embedded",
-            "--listen",
-            "127.0.0.1:0",
-            "--write-kubeconfig",
-        ])
-        .arg(&kubeconfig)
+        .arg("run")
+        .args(args)
         .arg("--plugins")
-        .arg(&plugins)
+        .arg(plugins)
         .args(["--admin", &format!("127.0.0.1:{admin}")])
-        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start windlass");
-    let mut running = Running(child);
+    Running(child)
+}
+
+/// Sends SIGTERM and waits for the exit; returns the status and the log.
+fn sigterm(running: &mut Running) -> (ExitStatus, String) {
+    let pid = running.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = running.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "windlass did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut log = String::new();
+    if let Some(mut stderr) = running.0.stderr.take() {
+        stderr.read_to_string(&mut log).unwrap();
+    }
+    (status, log)
+}
+
+fn apply_example(kubeconfig: &Path) {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/replicaset.yaml");
+    let out = kubectl(kubeconfig, &["apply", "-f", manifest.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn wait_for_pods(kubeconfig: &Path, want: usize, what: &str) {
+    wait_for(what, Duration::from_secs(30), || match pods(kubeconfig) {
+        n if n == want => Ok(()),
+        n => Err(format!("{n} pods")),
+    });
+}
+
+/// Live pods labelled `app=web`, as kubectl sees them.
+#[test]
+fn windlass_run_reconciles_what_kubectl_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = plugins_dir(dir.path());
+    std::fs::write(plugins.join("broken.wasm"), "not a component").unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let admin = free_port();
+    let mut running = windlass_run(
+        dir.path(),
+        &plugins,
+        admin,
+        &[
+            "--embedded".as_ref(),
+            "--listen".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--write-kubeconfig".as_ref(),
+            kubeconfig.as_os_str(),
+        ],
+    );
 
     wait_for("readiness", Duration::from_secs(60), || {
         match http_get(admin, "/readyz") {
@@ -103,25 +166,8 @@ fn windlass_run_reconciles_what_kubectl_applies() {
     });
     assert!(kubeconfig.is_file());
 
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/replicaset.yaml");
-    let out = kubectl(&kubeconfig, &["apply", "-f", manifest.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-
-    wait_for("3 pods", Duration::from_secs(30), || {
-        let out = kubectl(&kubeconfig, &["get", "pods", "-l", "app=web", "-o", "json"]);
-        let list: serde_json::Value =
-            serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
-        let n = list["items"].as_array().map_or(0, Vec::len);
-        if n == 3 {
-            Ok(())
-        } else {
-            Err(format!("{n} pods"))
-        }
-    });
+    apply_example(&kubeconfig);
+    wait_for_pods(&kubeconfig, 3, "3 pods");
     wait_for("status.replicas", Duration::from_secs(30), || {
         let out = kubectl(
             &kubeconfig,
@@ -189,33 +235,7 @@ fn windlass_run_reconciles_what_kubectl_applies() {
     );
 
     // SIGTERM: in-flight work finishes, the process exits 0.
-    let pid = running.0.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = running.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "windlass did not stop after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut stderr = String::new();
-    running
-        .0
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let (status, stderr) = sigterm(&mut running);
     assert!(status.success(), "exit {status}; log:\n{stderr}");
     assert!(stderr.contains("shutting down"), "{stderr}");
 }
@@ -245,16 +265,21 @@ fn pods(kubeconfig: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// Waits until `running` holds the `windlass` Lease.
+fn wait_for_leader(kubeconfig: &Path, running: &Running, what: &str, timeout: Duration) {
+    wait_for(what, timeout, || {
+        let holder = lease_holder(kubeconfig);
+        holder
+            .contains(&format!("_{}_", running.0.id()))
+            .then_some(())
+            .ok_or(holder)
+    });
+}
+
 #[test]
 fn replicas_elect_one_leader_and_hand_over_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
-    std::fs::copy(
-        windlass_tests::plugin("replicaset"),
-        plugins.join("replicaset.wasm"),
-    )
-    .unwrap();
+    let plugins = plugins_dir(dir.path());
     let kubeconfig = dir.path().join("kubeconfig");
     let _server = Running(
         Command::new(env!("CARGO_BIN_EXE_windlass"))
@@ -277,30 +302,20 @@ fn replicas_elect_one_leader_and_hand_over_on_sigterm() {
             .ok_or_else(|| "missing".to_owned())
     });
     let replica = |admin: u16| {
-        Running(
-            Command::new(env!("CARGO_BIN_EXE_windlass"))
-                .arg("run")
-                .arg("--kubeconfig")
-                .arg(&kubeconfig)
-                .arg("--plugins")
-                .arg(&plugins)
-                .args(["--leader-elect", "--admin", &format!("127.0.0.1:{admin}")])
-                .env("XDG_CACHE_HOME", dir.path().join("cache"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("start windlass"),
+        windlass_run(
+            dir.path(),
+            &plugins,
+            admin,
+            &[
+                "--kubeconfig".as_ref(),
+                kubeconfig.as_os_str(),
+                "--leader-elect".as_ref(),
+            ],
         )
     };
     let (admin_a, admin_b) = (free_port(), free_port());
     let mut a = replica(admin_a);
-    wait_for("a leads", Duration::from_secs(60), || {
-        let holder = lease_holder(&kubeconfig);
-        holder
-            .contains(&format!("_{}_", a.0.id()))
-            .then_some(())
-            .ok_or(holder)
-    });
+    wait_for_leader(&kubeconfig, &a, "a leads", Duration::from_secs(60));
     let b = replica(admin_b);
     wait_for("b is up", Duration::from_secs(60), || {
         match http_get(admin_b, "/healthz") {
@@ -309,19 +324,8 @@ fn replicas_elect_one_leader_and_hand_over_on_sigterm() {
         }
     });
 
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/replicaset.yaml");
-    let out = kubectl(&kubeconfig, &["apply", "-f", manifest.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    wait_for("3 pods", Duration::from_secs(30), || {
-        match pods(&kubeconfig) {
-            3 => Ok(()),
-            n => Err(format!("{n} pods")),
-        }
-    });
+    apply_example(&kubeconfig);
+    wait_for_pods(&kubeconfig, 3, "3 pods");
     // Only the leader runs plugins; the standby has loaded none.
     let (_, standby) = http_get(admin_b, "/plugins").expect("/plugins of b");
     assert_eq!(standby.trim(), "[]", "{standby}");
@@ -329,37 +333,15 @@ fn replicas_elect_one_leader_and_hand_over_on_sigterm() {
     assert!(leader.contains("\"replicaset\""), "{leader}");
 
     // SIGTERM the leader: it releases the lease, and b takes over at once.
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &a.0.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let status = a.0.wait().unwrap();
-    let mut log = String::new();
-    a.0.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    let (status, log) = sigterm(&mut a);
     assert!(status.success(), "exit {status}; log:\n{log}");
     assert!(log.contains("released the lease"), "{log}");
-    wait_for("b leads", Duration::from_secs(10), || {
-        let holder = lease_holder(&kubeconfig);
-        holder
-            .contains(&format!("_{}_", b.0.id()))
-            .then_some(())
-            .ok_or(holder)
-    });
+    wait_for_leader(&kubeconfig, &b, "b leads", Duration::from_secs(10));
     let out = kubectl(&kubeconfig, &["scale", "rs", "web", "--replicas=1"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    wait_for(
-        "1 pod, reconciled by b",
-        Duration::from_secs(30),
-        || match pods(&kubeconfig) {
-            1 => Ok(()),
-            n => Err(format!("{n} pods")),
-        },
-    );
+    wait_for_pods(&kubeconfig, 1, "1 pod, reconciled by b");
 }

@@ -3,7 +3,7 @@
 //! at a new upstream (a restarted server on another port).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::net::{TcpListener, TcpStream};
@@ -21,7 +21,6 @@ struct Shared {
     upstream: Mutex<SocketAddr>,
     refuse: AtomicBool,
     cut: Mutex<CancellationToken>,
-    accepted: AtomicU64,
 }
 
 impl Proxy {
@@ -35,7 +34,6 @@ impl Proxy {
             upstream: Mutex::new(upstream),
             refuse: AtomicBool::new(false),
             cut: Mutex::new(CancellationToken::new()),
-            accepted: AtomicU64::new(0),
         });
         let s = shared.clone();
         let accept = tokio::spawn(async move {
@@ -46,7 +44,6 @@ impl Proxy {
                 if s.refuse.load(Ordering::SeqCst) {
                     continue; // dropped at once: the client sees a reset
                 }
-                s.accepted.fetch_add(1, Ordering::Relaxed);
                 let token = s.cut.lock().unwrap().clone();
                 let upstream = *s.upstream.lock().unwrap();
                 tokio::spawn(async move {
@@ -92,11 +89,6 @@ impl Proxy {
     /// Sends new connections to another upstream (open ones are not moved).
     pub fn set_upstream(&self, upstream: SocketAddr) {
         *self.shared.upstream.lock().unwrap() = upstream;
-    }
-
-    /// How many connections were forwarded so far.
-    pub fn accepted(&self) -> u64 {
-        self.shared.accepted.load(Ordering::Relaxed)
     }
 }
 
