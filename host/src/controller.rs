@@ -121,10 +121,41 @@ struct Shared {
     writer: Arc<Writer>,
     expectations: Mutex<HashMap<ObjectRef, Expectation>>,
     stats: ControllerStats,
+    inline: InlinePolicy,
+}
+
+/// Whether the plugin's next call runs inline on the async worker (see
+/// [`INLINE_BUDGET`]).
+#[derive(Default)]
+struct InlinePolicy {
     /// Calls still to make on a blocking thread before trying inline again.
-    off_inline: AtomicU32,
+    off: AtomicU32,
     /// Slow inline calls in a row.
     slow_streak: AtomicU32,
+}
+
+impl InlinePolicy {
+    /// Should this call be tried inline? Counts down the calls sent off.
+    fn allows(&self) -> bool {
+        self.off
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_err()
+    }
+
+    /// An inline call finished after `took`.
+    fn finished(&self, took: Duration) {
+        if took <= INLINE_SLOW {
+            self.slow_streak.store(0, Ordering::Relaxed);
+        } else if self.slow_streak.fetch_add(1, Ordering::Relaxed) + 1 >= SLOW_STREAK {
+            self.slow_streak.store(0, Ordering::Relaxed);
+            self.off.store(CALLS_OFF_INLINE, Ordering::Relaxed);
+        }
+    }
+
+    /// An inline call had to be handed back.
+    fn unfinished(&self) {
+        self.off.store(CALLS_OFF_INLINE, Ordering::Relaxed);
+    }
 }
 
 /// A running controller. [`Controller::shutdown`] stops it gracefully.
@@ -183,8 +214,7 @@ impl Controller {
             writer,
             expectations: Mutex::new(HashMap::new()),
             stats: ControllerStats::default(),
-            off_inline: AtomicU32::new(0),
-            slow_streak: AtomicU32::new(0),
+            inline: InlinePolicy::default(),
         });
         let mut subscriptions = Vec::new();
         let mut tasks = Vec::new();
@@ -370,7 +400,24 @@ async fn map_changes(shared: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedRe
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let view: Arc<dyn CacheReader> = shared.view.clone();
-        let result = tokio::task::spawn_blocking(move || plugin.map(text.to_string(), view)).await;
+        let inline = if shared.inline.allows() {
+            let started = std::time::Instant::now();
+            let result = plugin.try_map(&text, view.clone(), INLINE_BUDGET);
+            match result {
+                Some(_) => shared.inline.finished(started.elapsed()),
+                None => shared.inline.unfinished(),
+            }
+            result
+        } else {
+            None
+        };
+        let result = match inline {
+            Some(result) => Ok(result),
+            None => {
+                shared.stats.blocking_calls.fetch_add(1, Ordering::Relaxed);
+                tokio::task::spawn_blocking(move || plugin.map(text.to_string(), view)).await
+            }
+        };
         match result {
             Ok(Ok(keys)) => keys.into_iter().for_each(|k| shared.queue.add(k)),
             Ok(Err(e)) => tracing::warn!(plugin = %shared.manifest.name, error = %e, "map failed"),
@@ -641,33 +688,20 @@ async fn call_plugin(
     request: Request,
 ) -> Result<Outcome, Failure> {
     let view: Arc<dyn CacheReader> = shared.view.clone();
-    let off = shared
-        .off_inline
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-        .is_ok();
-    let request = if off {
-        request
-    } else {
+    let request = if shared.inline.allows() {
         let started = std::time::Instant::now();
         match plugin.try_reconcile(finalize, request, view.clone(), INLINE_BUDGET) {
             Attempt::Done(result) => {
-                let streak = if started.elapsed() > INLINE_SLOW {
-                    shared.slow_streak.fetch_add(1, Ordering::Relaxed) + 1
-                } else {
-                    shared.slow_streak.store(0, Ordering::Relaxed);
-                    0
-                };
-                if streak >= SLOW_STREAK {
-                    shared.slow_streak.store(0, Ordering::Relaxed);
-                    shared.off_inline.store(CALLS_OFF_INLINE, Ordering::Relaxed);
-                }
+                shared.inline.finished(started.elapsed());
                 return Ok(result?);
             }
             Attempt::Unfinished(request) => {
-                shared.off_inline.store(CALLS_OFF_INLINE, Ordering::Relaxed);
+                shared.inline.unfinished();
                 request
             }
         }
+    } else {
+        request
     };
     shared.stats.blocking_calls.fetch_add(1, Ordering::Relaxed);
     let outcome = tokio::task::spawn_blocking(move || {

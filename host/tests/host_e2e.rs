@@ -472,3 +472,68 @@ async fn a_plugin_that_never_returns_is_stopped_and_others_keep_working() {
     assert!(spin.failures >= 1 && spin.blocking_calls >= 1, "{spin:?}");
     host.shutdown().await;
 }
+
+/// A plugin that `reads` Secrets: a change to the Secret alone reaches the
+/// ConfigMap that `map` names, and the reconcile sees the Secret through
+/// the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_to_a_read_kind_reconciles_what_map_returns() {
+    let Env {
+        server: _server,
+        client,
+        host,
+    } = env().await;
+    host.load_file(&windlass_tests::plugin("test-reads"))
+        .await
+        .expect("test-reads loads");
+    let secrets = "/api/v1/namespaces/default/secrets";
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    let post = |path: &'static str, body: Value| {
+        let client = client.clone();
+        async move {
+            send(&client, Method::POST, path, "application/json", body)
+                .await
+                .expect("create")
+        }
+    };
+    post(
+        secrets,
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "app"},
+               "data": {"b": "eA==", "a": "eA=="}}),
+    )
+    .await;
+    post(
+        configmaps,
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "app", "labels": {"windlass.dev/test": "reads"}}}),
+    )
+    .await;
+    let keys = |want: &'static str| {
+        let client = client.clone();
+        async move {
+            eventually(
+                &format!("secretKeys {want}"),
+                Duration::from_secs(30),
+                || async {
+                    let cm = get(&client, &format!("{configmaps}/app")).await;
+                    (cm["data"]["secretKeys"] == want)
+                        .then_some(())
+                        .ok_or_else(|| cm.to_string())
+                },
+            )
+            .await
+        }
+    };
+    keys("a,b").await;
+    send(
+        &client,
+        Method::PATCH,
+        &format!("{secrets}/app"),
+        "application/merge-patch+json",
+        json!({"data": {"c": "eA=="}}),
+    )
+    .await
+    .expect("change the Secret");
+    keys("a,b,c").await;
+    host.shutdown().await;
+}

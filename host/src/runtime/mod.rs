@@ -560,11 +560,32 @@ impl Plugin {
         cache: Arc<dyn CacheReader>,
     ) -> Result<Vec<ObjectRef>, PluginError> {
         let manifest = self.inner.manifest.clone();
+        let refs = self.inner.call("map", Some(manifest), cache, |e, i, s| {
+            e.call_map(s, i, &changed)
+        })?;
+        self.primary_refs(refs)
+    }
+
+    /// Calls `map` like [`Plugin::map`], within `budget` and on the terms of
+    /// [`Plugin::try_reconcile`]; `None` means the call must be repeated.
+    pub fn try_map(
+        &self,
+        changed: &str,
+        cache: Arc<dyn CacheReader>,
+        budget: Duration,
+    ) -> Option<Result<Vec<ObjectRef>, PluginError>> {
+        let manifest = self.inner.manifest.clone();
         let refs = self
             .inner
-            .call("map", Some(manifest.clone()), cache, |e, i, s| {
-                e.call_map(s, i, &changed)
+            .try_call("map", Some(manifest), cache, budget, |e, i, s| {
+                e.call_map(s, i, changed)
             })?;
+        Some(refs.and_then(|refs| self.primary_refs(refs)))
+    }
+
+    /// The keys `map` returned, each checked to be of the reconciled kind.
+    fn primary_refs(&self, refs: Vec<wit::ObjectRef>) -> Result<Vec<ObjectRef>, PluginError> {
+        let manifest = &self.inner.manifest;
         let primary = &manifest.reconciles.kind;
         refs.into_iter()
             .map(ObjectRef::from)
