@@ -50,6 +50,20 @@ async fn env_with(runtime: RuntimeConfig) -> Env {
 }
 
 const RS: &str = "/apis/apps/v1/namespaces/default/replicasets";
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+
+async fn load_fixture(host: &Host, fixture: &str) {
+    host.load_file(&windlass_tests::plugin(fixture))
+        .await
+        .unwrap_or_else(|e| panic!("{fixture} loads: {e}"));
+}
+
+/// POSTs `body` to the collection at `path`.
+async fn create(client: &ApiClient, path: &str, body: Value) -> Value {
+    send(client, Method::POST, path, "application/json", body)
+        .await
+        .unwrap_or_else(|e| panic!("create in {path}: {e}"))
+}
 
 async fn send(
     client: &ApiClient,
@@ -372,18 +386,13 @@ async fn a_failing_reconcile_is_reported_on_the_object() {
         client,
         host,
     } = env().await;
-    host.load_file(&windlass_tests::plugin("test-trap"))
-        .await
-        .expect("test-trap loads");
-    send(
+    load_fixture(&host, "test-trap").await;
+    create(
         &client,
-        Method::POST,
-        "/api/v1/namespaces/default/configmaps",
-        "application/json",
+        CONFIGMAPS,
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "boom"}}),
     )
-    .await
-    .expect("create the ConfigMap");
+    .await;
     eventually(
         "a repeated Warning event on the ConfigMap",
         Duration::from_secs(30),
@@ -428,18 +437,13 @@ async fn a_plugin_that_never_returns_is_stopped_and_others_keep_working() {
         ..RuntimeConfig::default()
     })
     .await;
-    host.load_file(&windlass_tests::plugin("test-spin"))
-        .await
-        .expect("test-spin loads");
-    send(
+    load_fixture(&host, "test-spin").await;
+    create(
         &client,
-        Method::POST,
-        "/api/v1/namespaces/default/configmaps",
-        "application/json",
+        CONFIGMAPS,
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "spin"}}),
     )
-    .await
-    .expect("create the ConfigMap");
+    .await;
     let rs = create_rs(&client, "web", 2).await;
     expect_pods(&client, rs["metadata"]["uid"].as_str().unwrap(), 2).await;
     eventually(
@@ -483,27 +487,18 @@ async fn a_change_to_a_read_kind_reconciles_what_map_returns() {
         client,
         host,
     } = env().await;
-    host.load_file(&windlass_tests::plugin("test-reads"))
-        .await
-        .expect("test-reads loads");
+    load_fixture(&host, "test-reads").await;
     let secrets = "/api/v1/namespaces/default/secrets";
-    let configmaps = "/api/v1/namespaces/default/configmaps";
-    let post = |path: &'static str, body: Value| {
-        let client = client.clone();
-        async move {
-            send(&client, Method::POST, path, "application/json", body)
-                .await
-                .expect("create")
-        }
-    };
-    post(
+    create(
+        &client,
         secrets,
         json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "app"},
                "data": {"b": "eA==", "a": "eA=="}}),
     )
     .await;
-    post(
-        configmaps,
+    create(
+        &client,
+        CONFIGMAPS,
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": "app", "labels": {"windlass.dev/test": "reads"}}}),
     )
@@ -515,7 +510,7 @@ async fn a_change_to_a_read_kind_reconciles_what_map_returns() {
                 &format!("secretKeys {want}"),
                 Duration::from_secs(30),
                 || async {
-                    let cm = get(&client, &format!("{configmaps}/app")).await;
+                    let cm = get(&client, &format!("{CONFIGMAPS}/app")).await;
                     (cm["data"]["secretKeys"] == want)
                         .then_some(())
                         .ok_or_else(|| cm.to_string())
