@@ -99,23 +99,29 @@ struct Head<'a> {
     metadata: Meta<'a>,
 }
 
+/// A JSON string borrowed from the text when it has no escapes. (serde
+/// borrows a `Cow<str>` field only when it is the field's own type, not
+/// inside an `Option`; this newtype carries the `borrow` into one.)
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Meta<'a> {
     #[serde(borrow)]
     name: Cow<'a, str>,
     #[serde(borrow, default)]
-    namespace: Option<Cow<'a, str>>,
+    namespace: Option<Text<'a>>,
     #[serde(borrow, default)]
-    uid: Option<Cow<'a, str>>,
+    uid: Option<Text<'a>>,
     #[serde(borrow, default)]
-    resource_version: Option<Cow<'a, str>>,
+    resource_version: Option<Text<'a>>,
     #[serde(borrow, default)]
     labels: Option<&'a RawValue>,
     #[serde(borrow, default)]
     owner_references: Option<Vec<&'a RawValue>>,
     #[serde(borrow, default)]
-    deletion_timestamp: Option<Cow<'a, str>>,
+    deletion_timestamp: Option<Text<'a>>,
     #[serde(borrow, default)]
     finalizers: Option<Vec<Cow<'a, str>>>,
     #[serde(borrow, default)]
@@ -204,13 +210,13 @@ impl CachedObject {
             extra: Extra::default(),
         };
         b.set(text, Field::Name, &m.name);
-        if let Some(ns) = &m.namespace {
+        if let Some(Text(ns)) = &m.namespace {
             b.set(text, Field::Namespace, ns);
         }
-        if let Some(uid) = &m.uid {
+        if let Some(Text(uid)) = &m.uid {
             b.set(text, Field::Uid, uid);
         }
-        if let Some(rv) = &m.resource_version {
+        if let Some(Text(rv)) = &m.resource_version {
             b.set(text, Field::ResourceVersion, rv);
         }
         if let Some(labels) = m.labels {
@@ -649,7 +655,7 @@ mod tests {
                 uid: "o"
             })
         );
-        assert!(o.extra.is_none(), "nothing needed an owned copy");
+        assert!(o.extra.is_none(), "nothing needed an owned copy: {:?}", o.extra);
     }
 
     /// A field whose JSON string has an escape is not its own text: it is
