@@ -734,9 +734,9 @@ impl Observer {
                 .replicas;
             let mut done = seen.lock().unwrap_or_else(|e| e.into_inner());
             if replicas == REPLICAS && !matches!(change, Change::Deleted(_)) {
-                done.insert(object.key().name.clone());
+                done.insert(object.key().name.into());
             } else {
-                done.remove(&object.key().name);
+                done.remove(object.key().name);
             }
         }));
         informer.wait_synced().await;

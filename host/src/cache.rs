@@ -1,18 +1,32 @@
 //! The informer cache: the current objects of one informer, as the raw JSON
-//! text the API server sent (with `managedFields` stripped) plus a small
-//! parsed header, indexed by namespace, controller owner uid and labels.
+//! text the API server sent (with `managedFields` stripped) plus where in
+//! that text its header fields are, indexed by namespace, controller owner
+//! uid and labels.
 //!
 //! One writer (the informer) applies list and watch results with plain
 //! synchronous functions that report what changed; any number of cheap
 //! [`Cache`] clones read. Keeping text rather than `serde_json::Value` trees
 //! costs about a ninth of the memory, and a plugin needs the text anyway.
+//!
+//! Memory: each object lives in a slot of the store, and every index holds
+//! slot ids (four bytes) rather than keys: the slots sorted by key (which
+//! is also the namespace index), and per controller owner uid and per label
+//! a set of ids that becomes a bitmap when most objects are in it. The
+//! header fields are spans of the text, never copies (see `object.rs`).
+//! [`Store::bytes`] counts every allocation this takes.
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+mod index;
+mod object;
+
+use std::collections::HashMap;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::{Arc, RwLock};
 
-use serde::Deserialize;
 use windlass_selector::LabelSelector;
+
+use self::index::{Ids, Ordered, allocation, table_bytes};
+pub use self::object::{CachedObject, Controller, Labels, MalformedObject};
 
 /// An object's place in its kind: namespace (none when cluster-scoped), name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -28,249 +42,59 @@ impl ObjectKey {
             name: name.into(),
         }
     }
+
+    /// The key as borrowed strings.
+    pub fn as_ref(&self) -> KeyRef<'_> {
+        KeyRef {
+            namespace: self.namespace.as_deref(),
+            name: &self.name,
+        }
+    }
 }
 
 impl std::fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.namespace {
+        self.as_ref().fmt(f)
+    }
+}
+
+/// An object's key, borrowed from the object (or an [`ObjectKey`]); orders
+/// as [`ObjectKey`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyRef<'a> {
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+}
+
+impl std::fmt::Display for KeyRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.namespace {
             Some(ns) => write!(f, "{ns}/{}", self.name),
-            None => f.write_str(&self.name),
+            None => f.write_str(self.name),
         }
     }
 }
 
-/// An object the cache could not take, with the reason.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("malformed object from the API server: {0}")]
-pub struct MalformedObject(String);
-
-/// One cached object: its text and the fields the host routes by.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CachedObject {
-    text: Arc<str>,
-    key: ObjectKey,
-    uid: Box<str>,
-    resource_version: Box<str>,
-    labels: Box<[(Box<str>, Box<str>)]>,
-    controller: Option<Controller>,
-    deleting: bool,
-    finalizers: Box<[Box<str>]>,
-}
-
-/// The owner reference marked `controller: true`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Controller {
-    pub api_version: Box<str>,
-    pub kind: Box<str>,
-    pub name: Box<str>,
-    pub uid: Box<str>,
-}
-
-#[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(borrow)]
-    metadata: Meta<'a>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Meta<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(borrow, default)]
-    namespace: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    uid: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    resource_version: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    labels: Option<BTreeMap<Cow<'a, str>, Cow<'a, str>>>,
-    #[serde(borrow, default)]
-    owner_references: Option<Vec<OwnerRef<'a>>>,
-    #[serde(borrow, default)]
-    deletion_timestamp: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    finalizers: Option<Vec<Cow<'a, str>>>,
-    #[serde(borrow, default)]
-    managed_fields: Option<&'a serde_json::value::RawValue>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct OwnerRef<'a> {
-    #[serde(borrow, default)]
-    api_version: Cow<'a, str>,
-    #[serde(borrow, default)]
-    kind: Cow<'a, str>,
-    #[serde(borrow, default)]
-    name: Cow<'a, str>,
-    #[serde(borrow)]
-    uid: Cow<'a, str>,
-    #[serde(default)]
-    controller: Option<bool>,
-}
-
-impl CachedObject {
-    /// Parses one object's JSON text; strips `metadata.managedFields`.
-    pub fn parse(text: &str) -> Result<Self, MalformedObject> {
-        let head: Head<'_> =
-            serde_json::from_str(text).map_err(|e| MalformedObject(e.to_string()))?;
-        let m = head.metadata;
-        if m.name.is_empty() {
-            return Err(MalformedObject("metadata.name is empty".into()));
+impl<'a> KeyRef<'a> {
+    /// As [`ObjectKey::new`]: an empty namespace is none.
+    pub fn new(namespace: Option<&'a str>, name: &'a str) -> Self {
+        Self {
+            namespace: namespace.filter(|ns| !ns.is_empty()),
+            name,
         }
-        let boxed = |c: Option<Cow<'_, str>>| c.map(|c| Box::<str>::from(c.as_ref()));
-        let object = Self {
-            key: ObjectKey::new(m.namespace.as_deref(), &m.name),
-            uid: boxed(m.uid).unwrap_or_default(),
-            resource_version: boxed(m.resource_version).unwrap_or_default(),
-            labels: m
-                .labels
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (Box::from(k.as_ref()), Box::from(v.as_ref())))
-                .collect(),
-            controller: m
-                .owner_references
-                .unwrap_or_default()
-                .into_iter()
-                .find(|o| o.controller == Some(true))
-                .map(|o| Controller {
-                    api_version: Box::from(o.api_version.as_ref()),
-                    kind: Box::from(o.kind.as_ref()),
-                    name: Box::from(o.name.as_ref()),
-                    uid: Box::from(o.uid.as_ref()),
-                }),
-            deleting: m.deletion_timestamp.is_some(),
-            finalizers: m
-                .finalizers
-                .unwrap_or_default()
-                .into_iter()
-                .map(|f| Box::from(f.as_ref()))
-                .collect(),
-            text: match m.managed_fields {
-                Some(raw) => match cut_member(text, raw.get(), "managedFields") {
-                    Some(cut) => cut.into(),
-                    None => strip_managed_fields(text)?.into(),
-                },
-                None => text.into(),
-            },
-        };
-        Ok(object)
-    }
-
-    /// The JSON text (without managedFields).
-    pub fn text(&self) -> &Arc<str> {
-        &self.text
-    }
-
-    pub fn key(&self) -> &ObjectKey {
-        &self.key
-    }
-
-    pub fn uid(&self) -> &str {
-        &self.uid
-    }
-
-    pub fn resource_version(&self) -> &str {
-        &self.resource_version
-    }
-
-    /// The label's value, if the object has it.
-    pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(k, _)| k.as_ref() == key)
-            .map(|(_, v)| v.as_ref())
-    }
-
-    /// The owner reference marked `controller: true`.
-    pub fn controller(&self) -> Option<&Controller> {
-        self.controller.as_ref()
-    }
-
-    /// The uid of the owner reference marked `controller: true`.
-    pub fn controller_uid(&self) -> Option<&str> {
-        self.controller.as_ref().map(|c| c.uid.as_ref())
-    }
-
-    /// True once `metadata.deletionTimestamp` is set.
-    pub fn is_deleting(&self) -> bool {
-        self.deleting
-    }
-
-    /// The object's finalizers, in order.
-    pub fn finalizers(&self) -> impl Iterator<Item = &str> {
-        self.finalizers.iter().map(|f| f.as_ref())
-    }
-
-    pub fn has_finalizer(&self, finalizer: &str) -> bool {
-        self.finalizers.iter().any(|f| f.as_ref() == finalizer)
-    }
-
-    /// Bytes this entry holds, roughly: the text plus the header.
-    pub fn size(&self) -> usize {
-        self.text.len()
-            + self.uid.len()
-            + self.resource_version.len()
-            + self
-                .labels
-                .iter()
-                .map(|(k, v)| k.len() + v.len() + 32)
-                .sum::<usize>()
-            + self.controller.as_ref().map_or(0, |c| {
-                c.api_version.len() + c.kind.len() + c.name.len() + c.uid.len()
-            })
-            + std::mem::size_of::<Self>()
     }
 }
 
-/// `text` without the object member `"key": value`, where `value` is the
-/// member's value as a slice of `text` — cut out as text, without parsing
-/// and re-serializing the whole object. `None` when the text around it is
-/// not laid out as expected (say, an escaped key), for the caller to fall
-/// back to a full parse.
-fn cut_member(text: &str, value: &str, key: &str) -> Option<String> {
-    let start = (value.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
-    let end = start + value.len();
-    if end > text.len() {
-        return None;
+impl<'a> From<&'a ObjectKey> for KeyRef<'a> {
+    fn from(key: &'a ObjectKey) -> Self {
+        key.as_ref()
     }
-    let before = text[..start].trim_end().strip_suffix(':')?.trim_end();
-    let key_start = before
-        .strip_suffix('"')?
-        .strip_suffix(key)?
-        .strip_suffix('"')?
-        .len();
-    let lead = text[..key_start].trim_end();
-    let (cut_from, cut_to) = if let Some(rest) = lead.strip_suffix(',') {
-        // `…, "key": value` → `…`
-        (rest.len(), end)
-    } else if lead.ends_with('{') {
-        // `{"key": value, …` → `{…`; `{"key": value}` → `{}`
-        let after = &text[end..];
-        let trimmed = after.trim_start();
-        match trimmed.strip_prefix(',') {
-            Some(rest) => (key_start, text.len() - rest.trim_start().len()),
-            None if trimmed.starts_with('}') => (key_start, end),
-            None => return None,
-        }
-    } else {
-        return None;
-    };
-    let mut out = String::with_capacity(text.len() - (cut_to - cut_from));
-    out.push_str(&text[..cut_from]);
-    out.push_str(&text[cut_to..]);
-    Some(out)
 }
 
-fn strip_managed_fields(text: &str) -> Result<String, MalformedObject> {
-    let mut value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| MalformedObject(e.to_string()))?;
-    if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-        meta.remove("managedFields");
+impl From<KeyRef<'_>> for ObjectKey {
+    fn from(key: KeyRef<'_>) -> Self {
+        ObjectKey::new(key.namespace, key.name)
     }
-    Ok(value.to_string())
 }
 
 /// What applying something to the store changed.
@@ -294,14 +118,49 @@ impl Change {
     }
 }
 
+/// Keys that are already hashes: passed through as they are.
+#[derive(Debug, Default)]
+struct PreHashed(u64);
+
+impl Hasher for PreHashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// An index from a hash of the indexed value to the ids of the objects
+/// that have it. Keyed by hash so that no value is copied; two values with
+/// the same hash share a set, which is harmless: readers check the objects
+/// they get from it, and a set keeps an id while the object has any value
+/// with that hash.
+type HashIndex = HashMap<u64, Ids, BuildHasherDefault<PreHashed>>;
+
 /// The objects of one informer and their indexes.
 #[derive(Debug, Default)]
 pub struct Store {
-    /// Ordered by namespace then name, which is also the namespace index.
-    objects: BTreeMap<ObjectKey, Arc<CachedObject>>,
-    by_controller: HashMap<Box<str>, BTreeSet<ObjectKey>>,
-    by_label: HashMap<(Box<str>, Box<str>), BTreeSet<ObjectKey>>,
-    bytes: usize,
+    /// Objects by id; `None` marks a free slot (listed in `free`).
+    slots: Vec<Option<Arc<CachedObject>>>,
+    free: Vec<u32>,
+    /// Ids ordered by namespace then name: the key lookup, and also the
+    /// namespace index.
+    order: Ordered,
+    by_controller: HashIndex,
+    by_label: HashIndex,
+    hasher: RandomState,
+    /// Bytes of the objects themselves (see [`CachedObject::size`]).
+    object_bytes: usize,
+    /// Heap bytes of the id sets in `by_controller` and `by_label`.
+    ids_bytes: usize,
     /// The resourceVersion the store reflects (the last list, event or
     /// bookmark), when the server's versions are numbers.
     version: Option<u64>,
@@ -324,6 +183,21 @@ impl Store {
         self.version
     }
 
+    fn object(&self, id: u32) -> Option<&Arc<CachedObject>> {
+        self.slots.get(id as usize)?.as_ref()
+    }
+
+    /// The key of the object in slot `id` (for [`Ordered`]'s comparisons).
+    fn key_of(&self, id: u32) -> KeyRef<'_> {
+        self.object(id).map_or(
+            KeyRef {
+                namespace: None,
+                name: "",
+            },
+            |o| o.key(),
+        )
+    }
+
     /// Inserts or replaces an object, returning what changed: nothing when
     /// the cached copy has the same resourceVersion; when the name now
     /// belongs to a new object (another uid: deleted and recreated while we
@@ -335,51 +209,106 @@ impl Store {
         changes
     }
 
-    /// [`Store::upsert`], appending to `changes`.
-    fn upsert_into(&mut self, object: CachedObject, changes: &mut Vec<Change>) {
-        let new = Arc::new(object);
-        let key = new.key.clone();
-        if let Some(old) = self.objects.get(&key) {
-            if old.resource_version == new.resource_version && !old.resource_version.is_empty() {
-                return;
+    /// [`Store::upsert`], appending to `changes`; returns the object's id.
+    fn upsert_into(&mut self, object: CachedObject, changes: &mut Vec<Change>) -> u32 {
+        let mut found = self.order.search(&object.key(), |id| self.key_of(id));
+        if let Ok(pos) = found {
+            let id = self.order.id_at(pos).unwrap_or_default();
+            let (same, renewed) = self.object(id).map_or((false, false), |old| {
+                let (rv, uid) = (old.resource_version(), old.uid());
+                (
+                    rv == object.resource_version() && !rv.is_empty(),
+                    uid != object.uid() && !uid.is_empty() && !object.uid().is_empty(),
+                )
+            });
+            if same {
+                return id;
             }
-            if old.uid != new.uid && !old.uid.is_empty() && !new.uid.is_empty() {
-                changes.extend(self.remove(&key, None));
+            if renewed {
+                changes.extend(self.remove_at(pos).map(Change::Deleted));
+                found = self.order.search(&object.key(), |id| self.key_of(id));
             }
         }
-        self.index(&new);
-        changes.push(match self.objects.insert(key, new.clone()) {
-            Some(old) => {
-                self.unindex(&old, Some(&new));
-                Change::Modified { old, new }
+        let new = Arc::new(object);
+        match found {
+            Ok(pos) => {
+                let id = self.order.id_at(pos).unwrap_or_default();
+                let old = self.slots[id as usize].replace(new.clone());
+                self.index(id, &new);
+                if let Some(old) = old {
+                    self.unindex(id, &old, Some(&new));
+                    changes.push(Change::Modified { old, new });
+                }
+                id
             }
-            None => Change::Added(new),
-        });
+            Err(pos) => {
+                let id = match self.free.pop() {
+                    Some(id) => {
+                        self.slots[id as usize] = Some(new.clone());
+                        id
+                    }
+                    None => {
+                        self.slots.push(Some(new.clone()));
+                        (self.slots.len() - 1) as u32
+                    }
+                };
+                self.order.insert(pos, id);
+                self.index(id, &new);
+                changes.push(Change::Added(new));
+                id
+            }
+        }
     }
 
     /// Removes an object. `last` is its final state from the DELETED event,
     /// when there is one; it is what the change reports.
     pub fn remove(&mut self, key: &ObjectKey, last: Option<CachedObject>) -> Option<Change> {
-        let old = self.objects.remove(key)?;
-        self.unindex(&old, None);
+        let pos = self
+            .order
+            .search(&key.as_ref(), |id| self.key_of(id))
+            .ok()?;
+        let old = self.remove_at(pos)?;
         Some(Change::Deleted(last.map(Arc::new).unwrap_or(old)))
+    }
+
+    fn remove_at(&mut self, pos: index::Pos) -> Option<Arc<CachedObject>> {
+        let id = self.order.remove(pos)?;
+        let old = self.slots.get_mut(id as usize)?.take()?;
+        self.unindex(id, &old, None);
+        if self.order.len() == 0 {
+            // Empty: let go of the tables too.
+            *self = Store {
+                version: self.version,
+                hasher: self.hasher.clone(),
+                ..Store::default()
+            };
+        } else {
+            self.free.push(id);
+        }
+        Some(old)
     }
 
     /// Replaces everything with a fresh list: objects missing from it are
     /// reported deleted (deletes missed while disconnected), new or changed
     /// ones added or modified.
     pub fn replace_all(&mut self, objects: Vec<CachedObject>) -> Vec<Change> {
-        let mut seen = BTreeSet::new();
         let mut changes = Vec::new();
+        if self.slots.is_empty() {
+            self.slots.reserve_exact(objects.len());
+        }
+        let mut seen = vec![false; self.slots.len()];
         for object in objects {
-            seen.insert(object.key.clone());
-            self.upsert_into(object, &mut changes);
+            let id = self.upsert_into(object, &mut changes) as usize;
+            if id >= seen.len() {
+                seen.resize(id + 1, false);
+            }
+            seen[id] = true;
         }
         let gone: Vec<ObjectKey> = self
-            .objects
-            .keys()
-            .filter(|k| !seen.contains(*k))
-            .cloned()
+            .order
+            .iter()
+            .filter(|&id| !seen.get(id as usize).copied().unwrap_or(false))
+            .map(|id| self.key_of(id).into())
             .collect();
         for key in gone {
             changes.extend(self.remove(&key, None));
@@ -387,130 +316,202 @@ impl Store {
         changes
     }
 
-    fn index(&mut self, o: &Arc<CachedObject>) {
-        self.bytes += o.size();
-        if let Some(uid) = o.controller_uid() {
-            self.by_controller
-                .entry(uid.into())
-                .or_default()
-                .insert(o.key.clone());
+    fn label_hash(&self, key: &str, value: &str) -> u64 {
+        self.hasher.hash_one((key, value))
+    }
+
+    fn uid_hash(&self, uid: &str) -> u64 {
+        self.hasher.hash_one(uid)
+    }
+
+    /// Adds `o` (in slot `id`) to the indexes.
+    fn index(&mut self, id: u32, o: &CachedObject) {
+        self.object_bytes += o.size();
+        let universe = self.slots.len();
+        if let Some(h) = o.controller_uid().map(|uid| self.uid_hash(uid)) {
+            add(&mut self.by_controller, &mut self.ids_bytes, h, id, universe);
         }
-        for (k, v) in o.labels.iter() {
-            self.by_label
-                .entry((k.clone(), v.clone()))
-                .or_default()
-                .insert(o.key.clone());
+        let hashes: Vec<u64> = o.labels().map(|(k, v)| self.label_hash(k, v)).collect();
+        for h in hashes {
+            add(&mut self.by_label, &mut self.ids_bytes, h, id, universe);
         }
     }
 
-    /// Drops `old`'s index entries, keeping those `replacement` still has.
-    fn unindex(&mut self, old: &CachedObject, replacement: Option<&CachedObject>) {
-        self.bytes -= old.size();
-        if let Some(uid) = old.controller_uid()
-            && replacement.and_then(|r| r.controller_uid()) != Some(uid)
+    /// Drops `old`'s index entries (slot `id`), keeping those `replacement`
+    /// (now in the same slot) still has.
+    fn unindex(&mut self, id: u32, old: &CachedObject, replacement: Option<&CachedObject>) {
+        self.object_bytes -= old.size();
+        let kept = replacement
+            .and_then(|r| r.controller_uid())
+            .map(|uid| self.uid_hash(uid));
+        if let Some(h) = old.controller_uid().map(|uid| self.uid_hash(uid))
+            && kept != Some(h)
         {
-            remove_from(&mut self.by_controller, uid, &old.key);
+            drop_id(&mut self.by_controller, &mut self.ids_bytes, h, id);
         }
-        for (k, v) in old.labels.iter() {
-            if replacement.and_then(|r| r.label(k)) != Some(v.as_ref()) {
-                remove_from(&mut self.by_label, &(k.clone(), v.clone()), &old.key);
-            }
+        let kept: Vec<u64> = replacement
+            .into_iter()
+            .flat_map(|r| r.labels())
+            .map(|(k, v)| self.label_hash(k, v))
+            .collect();
+        let gone: Vec<u64> = old
+            .labels()
+            .map(|(k, v)| self.label_hash(k, v))
+            .filter(|h| !kept.contains(h))
+            .collect();
+        for h in gone {
+            drop_id(&mut self.by_label, &mut self.ids_bytes, h, id);
         }
     }
 
-    pub fn get(&self, key: &ObjectKey) -> Option<Arc<CachedObject>> {
-        self.objects.get(key).cloned()
+    /// The object under `key` (an [`ObjectKey`] or a [`KeyRef`]).
+    pub fn get<'k>(&self, key: impl Into<KeyRef<'k>>) -> Option<Arc<CachedObject>> {
+        let pos = self
+            .order
+            .search(&key.into(), |id| self.key_of(id))
+            .ok()?;
+        self.object(self.order.id_at(pos)?).cloned()
     }
 
     /// Objects in `namespace` (or all) matching `selector`, ordered by
     /// namespace then name. Uses the label index when the selector pins a
-    /// label to one value.
+    /// label to one value that few objects have.
     pub fn list(
         &self,
         namespace: Option<&str>,
         selector: &LabelSelector,
     ) -> Vec<Arc<CachedObject>> {
         let matches = |o: &CachedObject| {
-            namespace.is_none_or(|ns| o.key.namespace.as_deref() == Some(ns))
+            namespace.is_none_or(|ns| o.namespace() == Some(ns))
                 && selector.matches(|k| o.label(k))
         };
-        let pinned = selector.requirements().iter().find_map(|r| {
-            selector
-                .pinned_value(r.key())
-                .map(|v| (Box::<str>::from(r.key()), Box::<str>::from(v)))
-        });
-        if let Some(pin) = pinned {
-            return self
-                .by_label
-                .get(&pin)
-                .into_iter()
-                .flatten()
-                .filter_map(|k| self.objects.get(k))
+        let mut fewest: Option<&Ids> = None;
+        for r in selector.requirements() {
+            if let Some(v) = selector.pinned_value(r.key()) {
+                match self.by_label.get(&self.label_hash(r.key(), v)) {
+                    None => return Vec::new(),
+                    Some(ids) if fewest.is_none_or(|f| ids.len() < f.len()) => fewest = Some(ids),
+                    Some(_) => {}
+                }
+            }
+        }
+        // A set with more than an eighth of the objects: reading them in
+        // key order and checking each beats sorting the set's.
+        if let Some(ids) = fewest.filter(|ids| ids.len() * 8 <= self.order.len()) {
+            let mut found: Vec<Arc<CachedObject>> = ids
+                .iter()
+                .filter_map(|id| self.object(id))
                 .filter(|o| matches(o))
                 .cloned()
                 .collect();
+            found.sort_by(|a, b| a.key().cmp(&b.key()));
+            return found;
         }
-        match namespace {
+        let ids: Box<dyn Iterator<Item = u32>> = match namespace {
             Some(ns) => {
-                let start = ObjectKey {
-                    namespace: Some(ns.into()),
-                    name: "".into(),
+                let start = KeyRef {
+                    namespace: Some(ns),
+                    name: "",
                 };
-                self.objects
-                    .range(start..)
-                    .take_while(|(k, _)| k.namespace.as_deref() == Some(ns))
-                    .map(|(_, o)| o)
-                    .filter(|o| matches(o))
-                    .cloned()
-                    .collect()
+                let pos = self
+                    .order
+                    .search(&start, |id| self.key_of(id))
+                    .unwrap_or_else(|pos| pos);
+                Box::new(
+                    self.order
+                        .iter_from(pos)
+                        .take_while(move |&id| self.key_of(id).namespace == Some(ns)),
+                )
             }
-            None => self
-                .objects
-                .values()
-                .filter(|o| matches(o))
-                .cloned()
-                .collect(),
-        }
+            None => Box::new(self.order.iter()),
+        };
+        ids.filter_map(|id| self.object(id))
+            .filter(|o| matches(o))
+            .cloned()
+            .collect()
     }
 
     /// Objects whose controller owner reference has this uid.
     pub fn controlled_by(&self, uid: &str) -> Vec<Arc<CachedObject>> {
-        self.by_controller
-            .get(uid)
+        let mut found: Vec<Arc<CachedObject>> = self
+            .by_controller
+            .get(&self.uid_hash(uid))
             .into_iter()
-            .flatten()
-            .filter_map(|k| self.objects.get(k).cloned())
-            .collect()
+            .flat_map(|ids| ids.iter())
+            .filter_map(|id| self.object(id))
+            .filter(|o| o.controller_uid() == Some(uid))
+            .cloned()
+            .collect();
+        found.sort_by(|a, b| a.key().cmp(&b.key()));
+        found
     }
 
     /// Every key, in order (for resync and for comparing with a fresh list).
     pub fn keys(&self) -> Vec<ObjectKey> {
-        self.objects.keys().cloned().collect()
+        let mut namespace: Option<Arc<str>> = None;
+        self.order
+            .iter()
+            .map(|id| {
+                let key = self.key_of(id);
+                // One namespace string for the run of keys in it.
+                if namespace.as_deref() != key.namespace {
+                    namespace = key.namespace.map(Arc::from);
+                }
+                ObjectKey {
+                    namespace: namespace.clone(),
+                    name: key.name.into(),
+                }
+            })
+            .collect()
     }
 
     pub fn len(&self) -> usize {
-        self.objects.len()
+        self.order.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.objects.is_empty()
+        self.order.len() == 0
     }
 
-    /// Approximate bytes held by cached objects and their headers.
+    /// Heap bytes the store holds, as the allocator hands them out (see
+    /// `index::allocation`: each allocation's header and rounding
+    /// included): every object's text and header (`Arc` counts included,
+    /// whether or not a reader still holds it too), the slot table and its
+    /// free list, the ordered index's blocks, and the controller and label
+    /// indexes — their hash tables (slots and control bytes) and id sets.
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.object_bytes
+            + allocation(self.slots.capacity() * std::mem::size_of::<Option<Arc<CachedObject>>>())
+            + allocation(self.free.capacity() * std::mem::size_of::<u32>())
+            + self.order.bytes()
+            + table_bytes(&self.by_controller)
+            + table_bytes(&self.by_label)
+            + self.ids_bytes
     }
 }
 
-fn remove_from<K, Q>(index: &mut HashMap<K, BTreeSet<ObjectKey>>, at: &Q, key: &ObjectKey)
-where
-    K: Eq + std::hash::Hash + std::borrow::Borrow<Q>,
-    Q: Eq + std::hash::Hash + ?Sized,
-{
-    if let Some(set) = index.get_mut(at) {
-        set.remove(key);
-        if set.is_empty() {
-            index.remove(at);
+/// Adds `id` to `index[hash]`, keeping `bytes` up to date.
+fn add(index: &mut HashIndex, bytes: &mut usize, hash: u64, id: u32, universe: usize) {
+    match index.get_mut(&hash) {
+        Some(ids) => {
+            *bytes -= ids.bytes();
+            ids.insert(id, universe);
+            *bytes += ids.bytes();
+        }
+        None => {
+            index.insert(hash, Ids::One(id));
+        }
+    }
+}
+
+/// Takes `id` out of `index[hash]`, dropping the set once empty.
+fn drop_id(index: &mut HashIndex, bytes: &mut usize, hash: u64, id: u32) {
+    if let Some(ids) = index.get_mut(&hash) {
+        *bytes -= ids.bytes();
+        if ids.remove(id) {
+            index.remove(&hash);
+        } else {
+            *bytes += ids.bytes();
         }
     }
 }
@@ -543,8 +544,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn pod(ns: &str, name: &str, rv: u32, app: &str, owner: Option<&str>) -> CachedObject {
-        let mut meta = json!({"name": name, "namespace": ns, "uid": format!("u-{name}"),
+    fn pod_with_uid(
+        ns: &str,
+        name: &str,
+        uid: &str,
+        rv: u32,
+        app: &str,
+        owner: Option<&str>,
+    ) -> CachedObject {
+        let mut meta = json!({"name": name, "namespace": ns, "uid": uid,
             "resourceVersion": rv.to_string(), "labels": {"app": app}});
         if let Some(owner) = owner {
             meta["ownerReferences"] = json!([{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":owner,"controller":true}]);
@@ -553,67 +561,12 @@ mod tests {
             .unwrap()
     }
 
+    fn pod(ns: &str, name: &str, rv: u32, app: &str, owner: Option<&str>) -> CachedObject {
+        pod_with_uid(ns, name, &format!("u-{name}"), rv, app, owner)
+    }
+
     fn names(objects: &[Arc<CachedObject>]) -> Vec<String> {
         objects.iter().map(|o| o.key().to_string()).collect()
-    }
-
-    #[test]
-    fn managed_fields_are_cut_out_wherever_they_stand() {
-        let mf = r#"[{"manager":"kubectl","fieldsV1":{"f:data":{}}}]"#;
-        for (meta, want) in [
-            (
-                format!(r#"{{"name":"a","managedFields":{mf},"uid":"u"}}"#),
-                r#"{"name":"a","uid":"u"}"#,
-            ),
-            (
-                format!(r#"{{"managedFields":{mf},"name":"a"}}"#),
-                r#"{"name":"a"}"#,
-            ),
-            (
-                format!(r#"{{"name":"a","managedFields":{mf}}}"#),
-                r#"{"name":"a"}"#,
-            ),
-            (
-                format!("{{ \"name\": \"a\" ,\n  \"managedFields\" : {mf} \n}}"),
-                "{ \"name\": \"a\"  \n}",
-            ),
-        ] {
-            let text = format!(
-                r#"{{"kind":"ConfigMap","metadata":{meta},"data":{{"managedFields":"kept"}}}}"#
-            );
-            let o = CachedObject::parse(&text).unwrap();
-            let want = format!(
-                r#"{{"kind":"ConfigMap","metadata":{want},"data":{{"managedFields":"kept"}}}}"#
-            );
-            assert_eq!(o.text().as_ref(), want);
-            let v: serde_json::Value = serde_json::from_str(o.text()).unwrap();
-            assert_eq!(v["metadata"]["name"], "a");
-        }
-        // An escaped key is still found, by the slow path.
-        let text = format!(r#"{{"metadata":{{"name":"a","managed\u0046ields":{mf}}}}}"#);
-        let o = CachedObject::parse(&text).unwrap();
-        assert_eq!(o.text().as_ref(), r#"{"metadata":{"name":"a"}}"#);
-    }
-
-    #[test]
-    fn parses_the_header_and_strips_managed_fields() {
-        let text = json!({"apiVersion":"v1","kind":"Pod","metadata":{
-            "name":"a","namespace":"ns","uid":"u1","resourceVersion":"5","labels":{"app":"web"},
-            "finalizers":["example.com/x"],"deletionTimestamp":"2026-01-01T00:00:00Z",
-            "managedFields":[{"manager":"kubectl","fieldsV1":{"f:spec":{}}}],
-            "ownerReferences":[{"uid":"o1","controller":false},{"uid":"o2","controller":true}]}})
-        .to_string();
-        let o = CachedObject::parse(&text).unwrap();
-        assert_eq!(o.key().to_string(), "ns/a");
-        assert_eq!((o.uid(), o.resource_version()), ("u1", "5"));
-        assert_eq!(o.label("app"), Some("web"));
-        assert_eq!(o.controller_uid(), Some("o2"));
-        assert_eq!(o.controller().map(|c| c.kind.as_ref()), Some(""));
-        assert!(o.is_deleting() && o.has_finalizer("example.com/x"));
-        assert!(!o.text().contains("managedFields"));
-        assert!(o.text().len() < text.len());
-        assert!(CachedObject::parse("{\"metadata\":{}}").is_err());
-        assert!(CachedObject::parse("nope").is_err());
     }
 
     #[test]
@@ -704,8 +657,7 @@ mod tests {
     fn a_name_reused_by_a_new_object_is_a_delete_then_an_add() {
         let mut s = Store::new();
         s.upsert(pod("a", "p", 1, "web", Some("rs1")));
-        let mut recreated = pod("a", "p", 7, "web", Some("rs2"));
-        recreated.uid = "u-other".into();
+        let recreated = pod_with_uid("a", "p", "u-other", 7, "web", Some("rs2"));
         let changes = s.replace_all(vec![recreated]);
         assert!(
             matches!(&changes[..], [Change::Deleted(old), Change::Added(new)]
@@ -715,5 +667,97 @@ mod tests {
         assert!(s.controlled_by("rs1").is_empty());
         assert_eq!(names(&s.controlled_by("rs2")), ["a/p"]);
         assert_eq!(s.len(), 1);
+        // The same through upsert, beside other objects.
+        s.upsert(pod("a", "q", 1, "web", Some("rs2")));
+        let changes = s.upsert(pod_with_uid("a", "p", "u-third", 8, "db", None));
+        assert!(
+            matches!(&changes[..], [Change::Deleted(old), Change::Added(new)]
+                if old.uid() == "u-other" && new.uid() == "u-third"),
+            "{changes:?}"
+        );
+        assert_eq!(names(&s.controlled_by("rs2")), ["a/q"]);
+        let db = LabelSelector::parse("app=db").unwrap();
+        assert_eq!(names(&s.list(None, &db)), ["a/p"]);
+    }
+
+    /// Many objects, so that label sets become bitmaps and the ordered
+    /// index splits into blocks; results must match a plain scan.
+    #[test]
+    fn large_stores_list_like_a_scan() {
+        let mut s = Store::new();
+        let mut objects = Vec::new();
+        for i in (0..3000u32).map(|i| (i * 7) % 3000) {
+            let ns = format!("ns-{}", i % 3);
+            let name = format!("p-{i:05}");
+            let owner = format!("rs-{}", i % 100);
+            let text = json!({"metadata": {"name": name, "namespace": ns, "uid": format!("u{i}"),
+                "resourceVersion": "1", "labels": {"app": format!("app-{}", i % 50), "tier": "backend",
+                    "even": (i % 2 == 0).to_string()},
+                "ownerReferences": [{"apiVersion":"apps/v1","kind":"ReplicaSet","name":owner,"uid":owner,"controller":true}]}})
+            .to_string();
+            objects.push(CachedObject::parse(&text).unwrap());
+        }
+        s.replace_all(objects);
+        // Delete a third, so slots are reused by later adds.
+        for i in (0..3000u32).filter(|i| i % 3 == 1) {
+            let key = ObjectKey::new(Some(&format!("ns-{}", i % 3)), &format!("p-{i:05}"));
+            assert!(s.remove(&key, None).is_some());
+        }
+        assert_eq!(s.len(), 2000);
+        let everything = s.list(None, &LabelSelector::everything());
+        let mut sorted = names(&everything);
+        sorted.sort_by(|a, b| {
+            let split = |k: &str| k.split_once('/').map(|(a, b)| (a.to_owned(), b.to_owned()));
+            split(a).cmp(&split(b))
+        });
+        assert_eq!(names(&everything), sorted);
+        for (ns, selector) in [
+            (None, "app=app-7"),
+            (Some("ns-0"), "app=app-7"),
+            (None, "tier=backend"),
+            (Some("ns-2"), "tier=backend,even=true"),
+            (None, "tier=backend,app in (app-1,app-2)"),
+            (Some("ns-0"), "app!=app-3"),
+            (None, "app=nothing"),
+        ] {
+            let selector = LabelSelector::parse(selector).unwrap();
+            let want: Vec<String> = everything
+                .iter()
+                .filter(|o| ns.is_none_or(|ns| o.namespace() == Some(ns)))
+                .filter(|o| selector.matches(|k| o.label(k)))
+                .map(|o| o.key().to_string())
+                .collect();
+            assert_eq!(names(&s.list(ns, &selector)), want, "{ns:?} {selector}");
+        }
+        let owned = names(&s.controlled_by("rs-12"));
+        let want: Vec<String> = everything
+            .iter()
+            .filter(|o| o.controller_uid() == Some("rs-12"))
+            .map(|o| o.key().to_string())
+            .collect();
+        assert_eq!(owned, want);
+        assert_eq!(owned.len(), 20);
+        assert_eq!(s.keys().len(), 2000);
+        assert!(s.keys().iter().map(|k| k.to_string()).eq(sorted.iter().cloned()));
+    }
+
+    /// `bytes` counts at least the text and header of every object, plus
+    /// some index; and it shrinks back to nothing.
+    #[test]
+    fn bytes_count_objects_and_indexes() {
+        let mut s = Store::new();
+        let objects: Vec<CachedObject> = (0..1000)
+            .map(|i| pod("default", &format!("p-{i:04}"), 1, &format!("a{}", i % 10), None))
+            .collect();
+        let text: usize = objects.iter().map(|o| o.text().len()).sum();
+        let headers: usize = objects.iter().map(|o| o.size()).sum();
+        assert!(headers > text + 1000 * std::mem::size_of::<CachedObject>());
+        s.replace_all(objects);
+        assert!(s.bytes() > headers + 1000 * 8, "{} vs {headers}", s.bytes());
+        assert!(s.bytes() < headers + 1000 * 40, "{} vs {headers}", s.bytes());
+        let changes = s.replace_all(Vec::new());
+        assert_eq!(changes.len(), 1000);
+        assert!(s.is_empty());
+        assert_eq!(s.bytes(), 0);
     }
 }

@@ -222,7 +222,7 @@ impl Controller {
         let kind = manifest.reconciles.kind.clone();
         let queue = shared.queue.clone();
         let id = primary.subscribe(Arc::new(move |change: &Change| {
-            queue.add(primary_ref(&kind, change.object().key()));
+            queue.add(primary_ref(&kind, &change.object().key().into()));
         }));
         subscriptions.push((primary.clone(), id));
 
@@ -236,7 +236,7 @@ impl Controller {
                 }
                 for child in owners {
                     if let Some(c) = child.controller()
-                        && c.kind.as_ref() == kind.kind
+                        && c.kind == kind.kind
                         && group(&c.api_version) == group(&kind.api_version)
                     {
                         queue.add(ObjectRef {
@@ -632,7 +632,7 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectRef) -> Result<Option<Durat
                     .filter(|child| {
                         child
                             .controller()
-                            .is_some_and(|c| c.kind.as_ref() == manifest.reconciles.kind.kind)
+                            .is_some_and(|c| c.kind == manifest.reconciles.kind.kind)
                     })
                     .map(move |child| (kind.clone(), child))
             })

@@ -534,7 +534,7 @@ impl Reflector {
                 let rv = object.resource_version().to_owned();
                 self.stats.events.fetch_add(1, Ordering::Relaxed);
                 if event.kind == "DELETED" {
-                    let key: ObjectKey = object.key().clone();
+                    let key = ObjectKey::from(object.key());
                     let change = self.cache.write(|s| {
                         s.set_version(&rv);
                         s.remove(&key, Some(object))

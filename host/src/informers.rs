@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::Semaphore;
 use windlass_selector::LabelSelector;
 
-use crate::cache::ObjectKey;
+use crate::cache::KeyRef;
 use crate::client::ApiClient;
 use crate::contract::{KindRef, ObjectRef, Watch};
 use crate::discovery::{Discovery, DiscoveryError};
@@ -106,10 +106,10 @@ impl PluginView {
 
 impl CacheReader for PluginView {
     fn get(&self, r: &ObjectRef) -> Option<Arc<str>> {
-        let key = ObjectKey::new(r.namespace.as_deref(), &r.name);
+        let key = KeyRef::new(r.namespace.as_deref(), &r.name);
         let kind = r.kind_ref();
         self.of_kind(&kind)
-            .find_map(|i| i.cache().read(|s| s.get(&key)))
+            .find_map(|i| i.cache().read(|s| s.get(key)))
             .map(|o| o.text().clone())
     }
 
@@ -127,7 +127,7 @@ impl CacheReader for PluginView {
         // Several watches of one kind (different selectors) may overlap.
         for other in informers {
             objects.extend(other.cache().read(|s| s.list(namespace, selector)));
-            objects.sort_by(|a, b| a.key().cmp(b.key()));
+            objects.sort_by(|a, b| a.key().cmp(&b.key()));
             objects.dedup_by(|a, b| a.key() == b.key());
         }
         objects.into_iter().map(|o| o.text().clone()).collect()
