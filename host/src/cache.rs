@@ -329,7 +329,13 @@ impl Store {
         self.object_bytes += o.size();
         let universe = self.slots.len();
         if let Some(h) = o.controller_uid().map(|uid| self.uid_hash(uid)) {
-            add(&mut self.by_controller, &mut self.ids_bytes, h, id, universe);
+            add(
+                &mut self.by_controller,
+                &mut self.ids_bytes,
+                h,
+                id,
+                universe,
+            );
         }
         let hashes: Vec<u64> = o.labels().map(|(k, v)| self.label_hash(k, v)).collect();
         for h in hashes {
@@ -366,10 +372,7 @@ impl Store {
 
     /// The object under `key` (an [`ObjectKey`] or a [`KeyRef`]).
     pub fn get<'k>(&self, key: impl Into<KeyRef<'k>>) -> Option<Arc<CachedObject>> {
-        let pos = self
-            .order
-            .search(&key.into(), |id| self.key_of(id))
-            .ok()?;
+        let pos = self.order.search(&key.into(), |id| self.key_of(id)).ok()?;
         self.object(self.order.id_at(pos)?).cloned()
     }
 
@@ -382,8 +385,7 @@ impl Store {
         selector: &LabelSelector,
     ) -> Vec<Arc<CachedObject>> {
         let matches = |o: &CachedObject| {
-            namespace.is_none_or(|ns| o.namespace() == Some(ns))
-                && selector.matches(|k| o.label(k))
+            namespace.is_none_or(|ns| o.namespace() == Some(ns)) && selector.matches(|k| o.label(k))
         };
         let mut fewest: Option<&Ids> = None;
         for r in selector.requirements() {
@@ -738,7 +740,12 @@ mod tests {
         assert_eq!(owned, want);
         assert_eq!(owned.len(), 20);
         assert_eq!(s.keys().len(), 2000);
-        assert!(s.keys().iter().map(|k| k.to_string()).eq(sorted.iter().cloned()));
+        assert!(
+            s.keys()
+                .iter()
+                .map(|k| k.to_string())
+                .eq(sorted.iter().cloned())
+        );
     }
 
     /// `bytes` counts at least the text and header of every object, plus
@@ -747,14 +754,26 @@ mod tests {
     fn bytes_count_objects_and_indexes() {
         let mut s = Store::new();
         let objects: Vec<CachedObject> = (0..1000)
-            .map(|i| pod("default", &format!("p-{i:04}"), 1, &format!("a{}", i % 10), None))
+            .map(|i| {
+                pod(
+                    "default",
+                    &format!("p-{i:04}"),
+                    1,
+                    &format!("a{}", i % 10),
+                    None,
+                )
+            })
             .collect();
         let text: usize = objects.iter().map(|o| o.text().len()).sum();
         let headers: usize = objects.iter().map(|o| o.size()).sum();
         assert!(headers > text + 1000 * std::mem::size_of::<CachedObject>());
         s.replace_all(objects);
         assert!(s.bytes() > headers + 1000 * 8, "{} vs {headers}", s.bytes());
-        assert!(s.bytes() < headers + 1000 * 40, "{} vs {headers}", s.bytes());
+        assert!(
+            s.bytes() < headers + 1000 * 40,
+            "{} vs {headers}",
+            s.bytes()
+        );
         let changes = s.replace_all(Vec::new());
         assert_eq!(changes.len(), 1000);
         assert!(s.is_empty());

@@ -237,12 +237,12 @@ impl Controller {
                 for child in owners {
                     if let Some(c) = child.controller()
                         && c.kind == kind.kind
-                        && group(&c.api_version) == group(&kind.api_version)
+                        && group(c.api_version) == group(&kind.api_version)
                     {
                         queue.add(ObjectRef {
                             api_version: kind.api_version.clone(),
                             kind: kind.kind.clone(),
-                            namespace: child.key().namespace.as_deref().map(str::to_owned),
+                            namespace: child.key().namespace.map(str::to_owned),
                             name: c.name.to_string(),
                         });
                     }

@@ -293,7 +293,7 @@ impl Writer {
                 let r = ObjectRef {
                     api_version: kind.api_version.clone(),
                     kind: kind.kind.clone(),
-                    namespace: child.key().namespace.as_deref().map(str::to_owned),
+                    namespace: child.key().namespace.map(str::to_owned),
                     name: child.key().name.to_string(),
                 };
                 if child.is_deleting() || kept.contains(&r) {

@@ -126,7 +126,10 @@ impl Ordered {
 
     /// Ids from `pos` on, in order.
     pub(super) fn iter_from(&self, (b, i): Pos) -> impl Iterator<Item = u32> + '_ {
-        let first = self.blocks.get(b).map_or(&[][..], |block| block.get(i..).unwrap_or(&[]));
+        let first = self
+            .blocks
+            .get(b)
+            .map_or(&[][..], |block| block.get(i..).unwrap_or(&[]));
         first
             .iter()
             .chain(self.blocks.iter().skip(b + 1).flatten())
@@ -324,8 +327,7 @@ mod tests {
         assert!(matches!(ids, Ids::Bits { .. }), "{ids:?}");
         // 0, 2, … 198, and the 3 and 5 from before.
         assert_eq!(ids.len(), 100 + 2);
-        let want: std::collections::BTreeSet<u32> =
-            (0..100).map(|i| i * 2).chain([3, 5]).collect();
+        let want: std::collections::BTreeSet<u32> = (0..100).map(|i| i * 2).chain([3, 5]).collect();
         assert!(ids.iter().eq(want));
         for id in 0..100 {
             assert!(!ids.remove(id * 2));

@@ -57,12 +57,15 @@ pub struct CachedObject {
     extra: Option<Box<Extra>>,
 }
 
+/// A label key and value, owned.
+type Label = (Box<str>, Box<str>);
+
 /// What does not fit the spans: finalizers (rare on most kinds) and owned
 /// copies of fields whose JSON text has escapes or that are too long.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 struct Extra {
     owned: [Option<Box<str>>; SCALARS],
-    labels: Option<Box<[(Box<str>, Box<str>)]>>,
+    labels: Option<Box<[Label]>>,
     controller: Option<Box<[Box<str>; 4]>>,
     finalizers: Box<[Box<str>]>,
 }
@@ -645,7 +648,10 @@ mod tests {
         assert!(!o.text().contains("managedFields"));
         assert_eq!(o.key().to_string(), "ns/a");
         assert_eq!((o.uid(), o.resource_version()), ("u", "9"));
-        assert_eq!(o.labels().collect::<Vec<_>>(), [("app", "web"), ("tier", "")]);
+        assert_eq!(
+            o.labels().collect::<Vec<_>>(),
+            [("app", "web"), ("tier", "")]
+        );
         assert_eq!(
             o.controller(),
             Some(Controller {
@@ -655,7 +661,11 @@ mod tests {
                 uid: "o"
             })
         );
-        assert!(o.extra.is_none(), "nothing needed an owned copy: {:?}", o.extra);
+        assert!(
+            o.extra.is_none(),
+            "nothing needed an owned copy: {:?}",
+            o.extra
+        );
     }
 
     /// A field whose JSON string has an escape is not its own text: it is
@@ -692,7 +702,12 @@ mod tests {
 
     #[test]
     fn plain_maps_are_told_from_others() {
-        for plain in [r#"{}"#, r#" { } "#, r#"{"a":"b"}"#, "{ \"a\" :\n\"\" , \"c\":\"d\" }"] {
+        for plain in [
+            r#"{}"#,
+            r#" { } "#,
+            r#"{"a":"b"}"#,
+            "{ \"a\" :\n\"\" , \"c\":\"d\" }",
+        ] {
             assert!(plain_string_map(plain), "{plain}");
         }
         for not in [
