@@ -219,7 +219,7 @@ fn main() {
     let pod_bytes = pods[0].to_string().len();
     let steady = request_for(&rs, &pods).unwrap();
     let steady_outcome = replicaset
-        .reconcile(steady.clone(), cache.clone())
+        .reconcile(&steady, cache.clone())
         .expect("steady-state reconcile");
     assert!(
         steady_outcome.events.is_empty()
@@ -252,11 +252,11 @@ fn main() {
         "≤ 1 µs",
         true,
         &mut || {
-            session.reconcile(tiny.clone()).expect("noop");
+            session.reconcile(&tiny).expect("noop");
         },
     );
     bench("no-op call, fresh instance".into(), "", true, &mut || {
-        noop.reconcile(tiny.clone(), cache.clone()).expect("noop");
+        noop.reconcile(&tiny, cache.clone()).expect("noop");
     });
     bench(
         "replicaset reconciles/s, creates 3 pods, fresh instance, 1 thread".into(),
@@ -264,7 +264,7 @@ fn main() {
         false,
         &mut || {
             replicaset
-                .reconcile(create.clone(), cache.clone())
+                .reconcile(&create, cache.clone())
                 .expect("reconcile");
         },
     );
@@ -274,7 +274,7 @@ fn main() {
         "",
         false,
         &mut || {
-            session.reconcile(create.clone()).expect("reconcile");
+            session.reconcile(&create).expect("reconcile");
         },
     );
     bench(
@@ -284,7 +284,7 @@ fn main() {
         false,
         &mut || {
             replicaset
-                .reconcile(steady.clone(), cache.clone())
+                .reconcile(&steady, cache.clone())
                 .expect("reconcile");
         },
     );

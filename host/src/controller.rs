@@ -688,27 +688,22 @@ async fn call_plugin(
     request: Request,
 ) -> Result<Outcome, Failure> {
     let view: Arc<dyn CacheReader> = shared.view.clone();
-    let request = if shared.inline.allows() {
+    if shared.inline.allows() {
         let started = std::time::Instant::now();
-        match plugin.try_reconcile(finalize, request, view.clone(), INLINE_BUDGET) {
+        match plugin.try_reconcile(finalize, &request, view.clone(), INLINE_BUDGET) {
             Attempt::Done(result) => {
                 shared.inline.finished(started.elapsed());
                 return Ok(result?);
             }
-            Attempt::Unfinished(request) => {
-                shared.inline.unfinished();
-                request
-            }
+            Attempt::Unfinished => shared.inline.unfinished(),
         }
-    } else {
-        request
-    };
+    }
     shared.stats.blocking_calls.fetch_add(1, Ordering::Relaxed);
     let outcome = tokio::task::spawn_blocking(move || {
         if finalize {
-            plugin.finalize(request, view)
+            plugin.finalize(&request, view)
         } else {
-            plugin.reconcile(request, view)
+            plugin.reconcile(&request, view)
         }
     })
     .await

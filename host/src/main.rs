@@ -277,9 +277,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })?;
             let cache = Arc::new(store);
             let result = if finalize {
-                plugin.finalize(request, cache)
+                plugin.finalize(&request, cache)
             } else {
-                plugin.reconcile(request, cache)
+                plugin.reconcile(&request, cache)
             };
             match result {
                 Ok(outcome) => {

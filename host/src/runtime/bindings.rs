@@ -13,7 +13,9 @@ pub(crate) use generated::windlass::controller::{cache, log};
 pub(crate) use generated::{Controller, ControllerPre};
 
 use wasmtime::AsContextMut;
-use wasmtime::component::{Component, ComponentExportIndex, Instance};
+use wasmtime::component::{
+    Component, ComponentExportIndex, ComponentType, Func, Instance, Lower, TypedFunc,
+};
 
 use crate::contract::{self, KindRef, Manifest, ObjectRef, Watch};
 
@@ -24,10 +26,14 @@ pub(crate) const PACKAGE_NAME: &str = "windlass:controller";
 /// The exports the world requires, to name a missing one precisely.
 pub(crate) const EXPORTS: [&str; 4] = ["manifest", "reconcile", "finalize", "map"];
 
-/// The world's exports, located once per component. `ControllerPre::new`
-/// type-checks all four at load; a call then looks up (and type-checks)
-/// only the one export it uses, where `ControllerPre::instantiate` would
-/// check all four on every instantiation.
+/// The world's exports, located once per component and type-checked once,
+/// by the first call of every loaded plugin ([`Exports::call_manifest`]).
+///
+/// `Instance::get_typed_func` would type-check the export's request and
+/// outcome types on every call: for a fresh instance per call, thousands of
+/// instructions, a quarter of the bare cost of a call. The types are the
+/// component's, the same in every instance of it (whichever linker made the
+/// instance), so one check covers all of them.
 pub(crate) struct Exports {
     manifest: ComponentExportIndex,
     reconcile: ComponentExportIndex,
@@ -38,6 +44,12 @@ pub(crate) struct Exports {
 /// A reconcile-shaped export: `reconcile` or `finalize`.
 pub(crate) type ReconcileResult = Result<wit::Outcome, wit::ReconcileError>;
 
+type ManifestFn = TypedFunc<(), (wit::Manifest,)>;
+type ReconcileFn<'a> = TypedFunc<(RequestParam<'a>,), (ReconcileResult,)>;
+type MapFn<'a> = TypedFunc<(&'a str,), (Vec<wit::ObjectRef>,)>;
+
+// The unchecked `TypedFunc`s rest on the check in `call_manifest`.
+#[allow(unsafe_code)]
 impl Exports {
     /// `None` if an export is missing (`check_world` reports which).
     pub(crate) fn new(component: &Component) -> Option<Self> {
@@ -50,12 +62,23 @@ impl Exports {
         })
     }
 
+    /// Calls `manifest`, after type-checking every export against the
+    /// signature its call here uses.
+    ///
+    /// Loading a plugin calls this before anything else can call the
+    /// component, and a plugin that fails it is not loaded: that is what
+    /// makes the unchecked `TypedFunc`s of the other calls sound.
     pub(crate) fn call_manifest(
         &self,
         mut store: impl AsContextMut,
         instance: &Instance,
     ) -> wasmtime::Result<wit::Manifest> {
-        let f = instance.get_typed_func::<(), (wit::Manifest,)>(&mut store, &self.manifest)?;
+        for index in [&self.reconcile, &self.finalize] {
+            instance
+                .get_typed_func::<(RequestParam<'_>,), (ReconcileResult,)>(&mut store, index)?;
+        }
+        instance.get_typed_func::<(&str,), (Vec<wit::ObjectRef>,)>(&mut store, &self.map)?;
+        let f: ManifestFn = instance.get_typed_func(&mut store, self.manifest)?;
         Ok(f.call(store, ())?.0)
     }
 
@@ -65,16 +88,17 @@ impl Exports {
         mut store: impl AsContextMut,
         instance: &Instance,
         finalize: bool,
-        request: &wit::Request,
+        request: &contract::Request,
     ) -> wasmtime::Result<ReconcileResult> {
         let index = if finalize {
             &self.finalize
         } else {
             &self.reconcile
         };
-        let f =
-            instance.get_typed_func::<(&wit::Request,), (ReconcileResult,)>(&mut store, index)?;
-        Ok(f.call(store, (request,))?.0)
+        let f = func(&mut store, instance, index)?;
+        // SAFETY: both exports were checked as this signature (`call_manifest`).
+        let f: ReconcileFn<'_> = unsafe { TypedFunc::new_unchecked(f) };
+        Ok(f.call(store, (RequestParam::from(request),))?.0)
     }
 
     pub(crate) fn call_map(
@@ -83,10 +107,22 @@ impl Exports {
         instance: &Instance,
         changed: &str,
     ) -> wasmtime::Result<Vec<wit::ObjectRef>> {
-        let f =
-            instance.get_typed_func::<(&str,), (Vec<wit::ObjectRef>,)>(&mut store, &self.map)?;
+        let f = func(&mut store, instance, &self.map)?;
+        // SAFETY: checked as this signature (`call_manifest`).
+        let f: MapFn<'_> = unsafe { TypedFunc::new_unchecked(f) };
         Ok(f.call(store, (changed,))?.0)
     }
+}
+
+/// The function exported at `index` (a checked export of the component).
+fn func(
+    store: impl AsContextMut,
+    instance: &Instance,
+    index: &ComponentExportIndex,
+) -> wasmtime::Result<Func> {
+    instance
+        .get_func(store, index)
+        .ok_or_else(|| wasmtime::format_err!("the instance lacks an export its component has"))
 }
 
 impl From<wit::KindRef> for KindRef {
@@ -144,23 +180,41 @@ impl From<wit::Manifest> for Manifest {
     }
 }
 
-impl From<contract::Request> for wit::Request {
-    fn from(r: contract::Request) -> Self {
-        wit::Request {
-            key: r.key.into(),
-            object: r.object,
-            owned: r.owned,
-            attempt: r.attempt,
-        }
-    }
+/// The WIT `request`, borrowed from the host's [`contract::Request`], so a
+/// call copies the strings once, into the guest, and never clones them on
+/// the host. `get_typed_func` checks it against the world's `request` field
+/// by field, as it checks the generated types.
+#[derive(ComponentType, Lower)]
+#[component(record)]
+struct RequestParam<'a> {
+    key: ObjectRefParam<'a>,
+    object: Option<&'a str>,
+    owned: &'a [String],
+    attempt: u32,
 }
 
-impl From<wit::Request> for contract::Request {
-    fn from(r: wit::Request) -> Self {
-        contract::Request {
-            key: r.key.into(),
-            object: r.object,
-            owned: r.owned,
+/// The WIT `object-ref`, borrowed.
+#[derive(ComponentType, Lower)]
+#[component(record)]
+struct ObjectRefParam<'a> {
+    #[component(name = "api-version")]
+    api_version: &'a str,
+    kind: &'a str,
+    namespace: Option<&'a str>,
+    name: &'a str,
+}
+
+impl<'a> From<&'a contract::Request> for RequestParam<'a> {
+    fn from(r: &'a contract::Request) -> Self {
+        RequestParam {
+            key: ObjectRefParam {
+                api_version: &r.key.api_version,
+                kind: &r.key.kind,
+                namespace: r.key.namespace.as_deref(),
+                name: &r.key.name,
+            },
+            object: r.object.as_deref(),
+            owned: &r.owned,
             attempt: r.attempt,
         }
     }

@@ -195,7 +195,7 @@ pub enum Attempt {
     /// The call ran to its end (successfully or not).
     Done(Result<Outcome, PluginError>),
     /// The call could not start at once or ran out of its budget; repeat it.
-    Unfinished(Request),
+    Unfinished,
 }
 
 /// The engine, linker and shared limits every loaded plugin uses.
@@ -502,7 +502,7 @@ impl Plugin {
     /// Calls `reconcile` in a fresh instance and checks the outcome.
     pub fn reconcile(
         &self,
-        request: Request,
+        request: &Request,
         cache: Arc<dyn CacheReader>,
     ) -> Result<Outcome, PluginError> {
         self.inner.reconcile_like("reconcile", request, cache)
@@ -511,7 +511,7 @@ impl Plugin {
     /// Calls `finalize` in a fresh instance and checks the outcome.
     pub fn finalize(
         &self,
-        request: Request,
+        request: &Request,
         cache: Arc<dyn CacheReader>,
     ) -> Result<Outcome, PluginError> {
         self.inner.reconcile_like("finalize", request, cache)
@@ -522,7 +522,7 @@ impl Plugin {
     /// the call gets `budget` (rounded up to the epoch tick) instead of the
     /// configured timeout, and does not wait for a free instance slot.
     ///
-    /// Returns [`Attempt::Unfinished`] with the request when no slot was free
+    /// Returns [`Attempt::Unfinished`] when no slot was free
     /// or the call ran out of its budget: the instance is thrown away with
     /// everything it did, and nothing was written, so the caller repeats the
     /// call with the full timeout where blocking is fine. (What the plugin
@@ -530,22 +530,21 @@ impl Plugin {
     pub fn try_reconcile(
         &self,
         finalize: bool,
-        request: Request,
+        request: &Request,
         cache: Arc<dyn CacheReader>,
         budget: Duration,
     ) -> Attempt {
         let export = if finalize { "finalize" } else { "reconcile" };
-        let request = wit::Request::from(request);
         let inner = &self.inner;
         let result = inner.try_call(
             export,
             Some(inner.manifest.clone()),
             cache,
             budget,
-            |e, i, s| e.call_reconcile(s, i, finalize, &request),
+            |e, i, s| e.call_reconcile(s, i, finalize, request),
         );
         match result {
-            None => Attempt::Unfinished(request.into()),
+            None => Attempt::Unfinished,
             Some(result) => Attempt::Done(result.and_then(|outcome| {
                 inner.check_outcome(export, outcome, request.key.namespace.as_deref())
             })),
@@ -612,14 +611,15 @@ impl Plugin {
             cache,
             inner.runtime.config.call_timeout,
         );
-        let controller = inner
+        let instance = inner
             .pre
+            .instance_pre()
             .instantiate(&mut store)
             .map_err(|e| inner.classify("instantiate", e, &store))?;
         Ok(Session {
             plugin: self.clone(),
             store,
-            controller,
+            instance,
         })
     }
 }
@@ -778,13 +778,12 @@ impl PluginInner {
     fn reconcile_like(
         &self,
         export: &'static str,
-        request: Request,
+        request: &Request,
         cache: Arc<dyn CacheReader>,
     ) -> Result<Outcome, PluginError> {
         let manifest = self.manifest.clone();
-        let request = wit::Request::from(request);
         let result = self.call(export, Some(manifest), cache, |e, i, s| {
-            e.call_reconcile(s, i, export == "finalize", &request)
+            e.call_reconcile(s, i, export == "finalize", request)
         })?;
         self.check_outcome(export, result, request.key.namespace.as_deref())
     }
@@ -949,20 +948,19 @@ fn check_outcome(
 pub struct Session {
     plugin: Plugin,
     store: Store<CallState>,
-    controller: Controller,
+    instance: Instance,
 }
 
 impl Session {
     /// Calls `reconcile` on the kept instance, with a fresh deadline.
-    pub fn reconcile(&mut self, request: Request) -> Result<Outcome, PluginError> {
+    pub fn reconcile(&mut self, request: &Request) -> Result<Outcome, PluginError> {
         let inner = &self.plugin.inner;
         let rt = &inner.runtime;
         self.store
             .set_epoch_deadline(rt.ticker.ticks_for(rt.config.call_timeout));
-        let request = wit::Request::from(request);
-        let result = self
-            .controller
-            .call_reconcile(&mut self.store, &request)
+        let result = inner
+            .exports
+            .call_reconcile(&mut self.store, &self.instance, false, request)
             .map_err(|e| inner.classify("reconcile", e, &self.store))?;
         inner.check_outcome("reconcile", result, request.key.namespace.as_deref())
     }
