@@ -236,6 +236,14 @@ mod tests {
         Layout::from_size_align(size, align).unwrap()
     }
 
+    /// The bytes of a block worth comparing: all of them, or under Miri
+    /// (where each comparison is slow) those at both ends.
+    fn ends(bytes: &[u8]) -> impl Iterator<Item = &u8> {
+        let n = if cfg!(miri) { 32 } else { bytes.len() };
+        let (head, rest) = bytes.split_at(n.min(bytes.len()));
+        head.iter().chain(&rest[rest.len().saturating_sub(n)..])
+    }
+
     #[test]
     fn classes_round_up_to_powers_of_two() {
         assert_eq!(class_of(1, 1), Some(0));
@@ -266,7 +274,7 @@ mod tests {
                 .iter()
                 .map(|(p, l, fill)| {
                     let bytes = unsafe { std::slice::from_raw_parts(*p, l.size()) };
-                    assert!(bytes.iter().all(|b| b == fill), "block contents changed");
+                    assert!(ends(bytes).all(|b| b == fill), "block contents changed");
                     assert_eq!(*p as usize % l.align(), 0, "misaligned block");
                     (*p as usize, *p as usize + l.size())
                 })
@@ -276,7 +284,11 @@ mod tests {
                 assert!(w[0].1 <= w[1].0, "overlapping blocks");
             }
         };
-        for step in 0..4000u32 {
+        // Miri checks every access, so it gets fewer steps. Run it with
+        // `MIRIFLAGS=-Zmiri-ignore-leaks cargo +nightly miri test -p
+        // windlass-sdk --lib alloc`: chunks are never given back, by design.
+        let steps = if cfg!(miri) { 400 } else { 4000 };
+        for step in 0..steps {
             let r = rand();
             if live.len() > 64 || (r % 3 == 0 && !live.is_empty()) {
                 let (p, l, _) = live.swap_remove((r as usize / 3) % live.len());
@@ -289,7 +301,7 @@ mod tests {
                 assert!(!q.is_null());
                 let kept = l.size().min(new_size);
                 let bytes = unsafe { std::slice::from_raw_parts(q, kept) };
-                assert!(bytes.iter().all(|b| *b == fill), "realloc lost contents");
+                assert!(ends(bytes).all(|b| *b == fill), "realloc lost contents");
                 let l = layout(new_size, l.align());
                 unsafe { q.write_bytes(fill, new_size) };
                 live[i] = (q, l, fill);
@@ -313,7 +325,7 @@ mod tests {
                 assert!(!p.is_null());
                 if zeroed {
                     let bytes = unsafe { std::slice::from_raw_parts(p, size) };
-                    assert!(bytes.iter().all(|b| *b == 0), "alloc_zeroed left data");
+                    assert!(ends(bytes).all(|b| *b == 0), "alloc_zeroed left data");
                 }
                 let fill = (step % 251) as u8;
                 unsafe { p.write_bytes(fill, size) };
