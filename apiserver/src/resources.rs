@@ -66,6 +66,14 @@ impl Resource {
                 "configmaps" | "secrets" | "events" | "serviceaccounts" | "namespaces"
             ) | ("events.k8s.io", "events")
                 | ("coordination.k8s.io", "leases")
+                | ("", "endpoints" | "podtemplates")
+                | ("apps", "controllerrevisions")
+                | ("rbac.authorization.k8s.io", _)
+                | ("discovery.k8s.io", "endpointslices")
+                | ("scheduling.k8s.io", "priorityclasses")
+                | ("storage.k8s.io", "storageclasses")
+                | ("node.k8s.io", "runtimeclasses")
+                | ("networking.k8s.io", "ingressclasses")
         )
     }
 
@@ -99,6 +107,7 @@ impl Resource {
             ("", "nodes") => &["spec.unschedulable"],
             ("", "namespaces") => &["status.phase"],
             ("apps", "replicasets") => &["status.replicas"],
+            ("batch", "jobs") => &["status.successful"],
             _ => &[],
         }
     }
@@ -262,8 +271,254 @@ pub(crate) fn builtins() -> Vec<Resource> {
             true,
         ),
     ];
+    // Stored and served like any other object, with no controller of their
+    // own here, so that the manifests real workloads ship (RBAC, Jobs, PDBs,
+    // Ingresses, ...) apply as they do on a cluster. (group, version,
+    // plural, kind, namespaced, short names, in `all`, status subresource)
+    type Row = (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        bool,
+        &'static [&'static str],
+        bool,
+        bool,
+    );
+    const MORE: &[Row] = &[
+        (
+            "",
+            "v1",
+            "endpoints",
+            "Endpoints",
+            true,
+            &["ep"],
+            false,
+            false,
+        ),
+        (
+            "",
+            "v1",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            true,
+            &["pvc"],
+            false,
+            true,
+        ),
+        (
+            "",
+            "v1",
+            "persistentvolumes",
+            "PersistentVolume",
+            false,
+            &["pv"],
+            false,
+            true,
+        ),
+        (
+            "",
+            "v1",
+            "podtemplates",
+            "PodTemplate",
+            true,
+            &[],
+            false,
+            false,
+        ),
+        (
+            "",
+            "v1",
+            "replicationcontrollers",
+            "ReplicationController",
+            true,
+            &["rc"],
+            true,
+            true,
+        ),
+        (
+            "apps",
+            "v1",
+            "statefulsets",
+            "StatefulSet",
+            true,
+            &["sts"],
+            true,
+            true,
+        ),
+        (
+            "apps",
+            "v1",
+            "daemonsets",
+            "DaemonSet",
+            true,
+            &["ds"],
+            true,
+            true,
+        ),
+        (
+            "apps",
+            "v1",
+            "controllerrevisions",
+            "ControllerRevision",
+            true,
+            &[],
+            false,
+            false,
+        ),
+        ("batch", "v1", "jobs", "Job", true, &[], true, true),
+        (
+            "batch",
+            "v1",
+            "cronjobs",
+            "CronJob",
+            true,
+            &["cj"],
+            true,
+            true,
+        ),
+        (
+            "autoscaling",
+            "v2",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            true,
+            &["hpa"],
+            true,
+            true,
+        ),
+        (
+            "policy",
+            "v1",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            true,
+            &["pdb"],
+            false,
+            true,
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "roles",
+            "Role",
+            true,
+            &[],
+            false,
+            false,
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "rolebindings",
+            "RoleBinding",
+            true,
+            &[],
+            false,
+            false,
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterroles",
+            "ClusterRole",
+            false,
+            &[],
+            false,
+            false,
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            false,
+            &[],
+            false,
+            false,
+        ),
+        (
+            "networking.k8s.io",
+            "v1",
+            "ingresses",
+            "Ingress",
+            true,
+            &["ing"],
+            false,
+            true,
+        ),
+        (
+            "networking.k8s.io",
+            "v1",
+            "ingressclasses",
+            "IngressClass",
+            false,
+            &[],
+            false,
+            false,
+        ),
+        (
+            "networking.k8s.io",
+            "v1",
+            "networkpolicies",
+            "NetworkPolicy",
+            true,
+            &["netpol"],
+            false,
+            false,
+        ),
+        (
+            "discovery.k8s.io",
+            "v1",
+            "endpointslices",
+            "EndpointSlice",
+            true,
+            &[],
+            false,
+            false,
+        ),
+        (
+            "scheduling.k8s.io",
+            "v1",
+            "priorityclasses",
+            "PriorityClass",
+            false,
+            &["pc"],
+            false,
+            false,
+        ),
+        (
+            "storage.k8s.io",
+            "v1",
+            "storageclasses",
+            "StorageClass",
+            false,
+            &["sc"],
+            false,
+            false,
+        ),
+        (
+            "node.k8s.io",
+            "v1",
+            "runtimeclasses",
+            "RuntimeClass",
+            false,
+            &[],
+            false,
+            false,
+        ),
+    ];
+    v.extend(
+        MORE.iter()
+            .map(|&(g, ver, plural, kind, ns, short, all, status)| {
+                builtin(g, ver, plural, kind, ns, short, all, status)
+            }),
+    );
     for r in &mut v {
-        if r.group == "apps" {
+        if matches!(
+            (r.group.as_str(), r.plural.as_str()),
+            ("apps", "deployments" | "replicasets" | "statefulsets")
+        ) {
             r.scale = replicas_scale();
         }
     }
