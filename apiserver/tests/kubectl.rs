@@ -616,7 +616,146 @@ async fn imperative_generators_that_send_protobuf() {
     k.ok(&["create", "secret", "generic", "s", "--from-literal=p=q"]);
     assert_eq!(k.json(&["get", "secret", "s"])["data"]["p"], "cQ==");
     k.ok(&["create", "serviceaccount", "robot"]);
-    // Kinds without a protobuf decoder get a clear 415.
-    let err = k.fail(&["create", "deployment", "d", "--image=nginx"], None);
-    assert!(err.contains("protobuf bodies are only supported"), "{err}");
+
+    // The generators of every other served kind.
+    let create = |args: &[&str]| k.ok(&[&["create", "-n", "proto"], args].concat());
+    create(&[
+        "deployment",
+        "web",
+        "--image=nginx",
+        "--replicas=0",
+        "--port=80",
+    ]);
+    let d = k.json(&["get", "deploy", "web", "-n", "proto"]);
+    // An explicit zero survives; so do the nested template and its ports.
+    assert_eq!(d["spec"]["replicas"], 0, "{d:#}");
+    assert_eq!(d["spec"]["selector"]["matchLabels"]["app"], "web");
+    let c = &d["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        (&c["image"], &c["ports"][0]["containerPort"]),
+        (&"nginx".into(), &80.into())
+    );
+    assert!(
+        c.get("workingDir").is_none(),
+        "empty strings are left out: {c}"
+    );
+    create(&["service", "nodeport", "svc", "--tcp=80:http"]);
+    let svc = k.json(&["get", "svc", "svc", "-n", "proto"]);
+    assert_eq!(svc["spec"]["type"], "NodePort");
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], "http", "{svc:#}");
+    create(&["job", "once", "--image=busybox", "--", "echo", "hi"]);
+    let job = k.json(&["get", "job", "once", "-n", "proto"]);
+    let args = &job["spec"]["template"]["spec"]["containers"][0]["command"];
+    assert_eq!(args, &serde_json::json!(["echo", "hi"]), "{job:#}");
+    create(&[
+        "cronjob",
+        "tick",
+        "--image=busybox",
+        "--schedule=*/5 * * * *",
+    ]);
+    create(&["role", "reader", "--verb=get,list", "--resource=pods"]);
+    create(&["rolebinding", "readers", "--role=reader", "--user=bob"]);
+    let rb = k.json(&["get", "rolebinding", "readers", "-n", "proto"]);
+    assert_eq!(rb["roleRef"]["name"], "reader");
+    assert_eq!(rb["subjects"][0]["name"], "bob");
+    create(&[
+        "poddisruptionbudget",
+        "pdb",
+        "--selector=app=web",
+        "--min-available=50%",
+    ]);
+    let pdb = k.json(&["get", "pdb", "pdb", "-n", "proto"]);
+    assert_eq!(pdb["spec"]["minAvailable"], "50%");
+    create(&["ingress", "ing", "--rule=example.com/api*=svc:8080"]);
+    let ing = k.json(&["get", "ingress", "ing", "-n", "proto"]);
+    let path = &ing["spec"]["rules"][0]["http"]["paths"][0];
+    assert_eq!(
+        path["backend"]["service"]["port"]["number"], 8080,
+        "{ing:#}"
+    );
+    create(&["quota", "q", "--hard=pods=3,requests.cpu=500m"]);
+    let q = k.json(&["get", "quota", "q", "-n", "proto"]);
+    assert_eq!(q["spec"]["hard"]["requests.cpu"], "500m");
+    k.ok(&[
+        "create",
+        "clusterrole",
+        "viewer",
+        "--verb=get",
+        "--resource=pods",
+    ]);
+    k.ok(&["create", "priorityclass", "low", "--value=-5"]);
+    assert_eq!(k.json(&["get", "priorityclass", "low"])["value"], -5);
+}
+
+/// What a controller's install manifest holds: RBAC, a StatefulSet, a Job.
+const WORKLOADS: &str = "
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: ctl}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: ctl}
+rules:
+- {apiGroups: [''], resources: [pods], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: ctl}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ctl}
+subjects:
+- {kind: ServiceAccount, name: ctl, namespace: default}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: postgres}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: m, image: busybox}]
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn install_manifests_of_common_kinds_apply() {
+    let k = Kube::new().await;
+    let out = k.ok_in(&["apply", "-f", "-"], Some(WORKLOADS));
+    for created in [
+        "serviceaccount/ctl created",
+        "clusterrole.rbac.authorization.k8s.io/ctl created",
+        "clusterrolebinding.rbac.authorization.k8s.io/ctl created",
+        "statefulset.apps/db created",
+        "job.batch/migrate created",
+    ] {
+        assert!(out.contains(created), "{created}: {out}");
+    }
+    let again = k.ok_in(&["apply", "--server-side", "-f", "-"], Some(WORKLOADS));
+    assert!(
+        again.contains("statefulset.apps/db serverside-applied"),
+        "{again}"
+    );
+    // The scale subresource of a StatefulSet, and `all` includes it.
+    k.ok(&["scale", "statefulset", "db", "--replicas=3"]);
+    assert_eq!(k.json(&["get", "sts", "db"])["spec"]["replicas"], 3);
+    let all = k.ok(&["get", "all"]);
+    assert!(
+        all.contains("statefulset.apps/db") && all.contains("job.batch/migrate"),
+        "{all}"
+    );
+    // RBAC objects keep no generation, as on a cluster.
+    let role = k.json(&["get", "clusterrole", "ctl"]);
+    assert!(role["metadata"].get("generation").is_none(), "{role:#}");
+    assert_eq!(role["rules"][0]["resources"][0], "pods");
 }
