@@ -203,7 +203,8 @@ fn check_namespace(st: &State, req: &Req<'_>, name: &str) -> ApiResult<()> {
     }
 }
 
-/// Server-set defaults and status handling on create.
+/// Status handling and server-set fields on create (defaults of the
+/// spec are `defaults::apply`).
 fn prepare_create(req: &Req<'_>, obj: &mut Value) {
     let (g, p) = (req.res.group.as_str(), req.res.plural.as_str());
     if req.res.status {
@@ -226,15 +227,6 @@ fn prepare_create(req: &Req<'_>, obj: &mut Value) {
                 meta.insert("labels".into(), json!({}));
             }
             meta["labels"]["kubernetes.io/metadata.name"] = Value::String(name);
-        }
-        ("apps", "deployments" | "replicasets")
-            if obj["spec"].is_object()
-                && obj["spec"].get("replicas").is_none_or(Value::is_null) =>
-        {
-            obj["spec"]["replicas"] = json!(1);
-        }
-        ("", "services") if obj["spec"].is_object() && obj["spec"].get("type").is_none() => {
-            obj["spec"]["type"] = json!("ClusterIP");
         }
         ("apiextensions.k8s.io", _) => crd_status(obj),
         _ => {}
@@ -299,6 +291,7 @@ pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult
         }
         meta_mut(&mut obj).insert("name".into(), Value::String(name.clone()));
     }
+    crate::defaults::apply(&req.res.group, &req.res.plural, &mut obj);
     validate_all(req, &obj, &name)?;
     check_namespace(st, req, &name)?;
     if st.get(&req.res.key(), req.ns, &name).is_some() {
@@ -468,6 +461,7 @@ pub(crate) fn commit_update(
     mut new: Value,
 ) -> ApiResult<Written> {
     let name = object::name(&old.value).to_owned();
+    crate::defaults::apply(&req.res.group, &req.res.plural, &mut new);
     validate_all(req, &new, &name)?;
     if object::is_deleting(&old.value) {
         let added: Vec<String> = object::finalizers(&new)

@@ -627,6 +627,10 @@ async fn imperative_generators_that_send_protobuf() {
         "--port=80",
     ]);
     let d = k.json(&["get", "deploy", "web", "-n", "proto"]);
+    assert_eq!(
+        d["spec"]["strategy"]["type"], "RollingUpdate",
+        "defaulted: {d:#}"
+    );
     // An explicit zero survives; so do the nested template and its ports.
     assert_eq!(d["spec"]["replicas"], 0, "{d:#}");
     assert_eq!(d["spec"]["selector"]["matchLabels"]["app"], "web");
@@ -754,6 +758,21 @@ async fn install_manifests_of_common_kinds_apply() {
         all.contains("statefulset.apps/db") && all.contains("job.batch/migrate"),
         "{all}"
     );
+    // The defaults a cluster fills in, there for controllers to read.
+    let sts = k.json(&["get", "sts", "db"]);
+    assert_eq!(
+        sts["spec"]["podManagementPolicy"], "OrderedReady",
+        "{sts:#}"
+    );
+    assert_eq!(sts["spec"]["updateStrategy"]["type"], "RollingUpdate");
+    let c = &sts["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["imagePullPolicy"], "Always");
+    assert_eq!(
+        k.json(&["get", "job", "migrate"])["spec"]["backoffLimit"],
+        6
+    );
+    let described = k.ok(&["describe", "sts", "db"]);
+    assert!(described.contains("Update Strategy:    RollingUpdate"), "{described}");
     // RBAC objects keep no generation, as on a cluster.
     let role = k.json(&["get", "clusterrole", "ctl"]);
     assert!(role["metadata"].get("generation").is_none(), "{role:#}");

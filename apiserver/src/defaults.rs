@@ -1,0 +1,340 @@
+//! Defaulting: the fields a Kubernetes API server fills in when a client
+//! leaves them out, so controllers written against a cluster find them here
+//! too (a Deployment's `strategy`, a container's `imagePullPolicy`, a
+//! Service port's `targetPort`, ...). Applied to every create and update
+//! before validation, as the API server applies its defaulters on decode;
+//! each default only fills a missing (or null, or for strings empty) field,
+//! so applying them again changes nothing.
+
+use serde_json::{Value, json};
+
+/// Fills the defaults of the object of resource `group`/`plural`.
+pub(crate) fn apply(group: &str, plural: &str, obj: &mut Value) {
+    match (group, plural) {
+        ("", "secrets") => set(obj, "type", json!("Opaque")),
+        // A PodTemplate's template is at the top level.
+        ("", "podtemplates") => template(obj),
+        _ => {}
+    }
+    let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else {
+        return;
+    };
+    match (group, plural) {
+        ("", "pods") => pod_spec(spec),
+        ("", "replicationcontrollers") | ("apps", "replicasets") => {
+            set(spec, "replicas", json!(1));
+            template(spec);
+        }
+        ("", "services") => service(spec),
+        ("", "persistentvolumeclaims") => set(spec, "volumeMode", json!("Filesystem")),
+        ("apps", "deployments") => deployment(spec),
+        ("apps", "statefulsets") => stateful_set(spec),
+        ("apps", "daemonsets") => {
+            strategy(
+                spec,
+                "updateStrategy",
+                json!({"maxUnavailable": 1, "maxSurge": 0}),
+            );
+            set(spec, "revisionHistoryLimit", json!(10));
+            template(spec);
+        }
+        ("batch", "jobs") => job(spec),
+        ("batch", "cronjobs") => {
+            set(spec, "concurrencyPolicy", json!("Allow"));
+            set(spec, "suspend", json!(false));
+            set(spec, "successfulJobsHistoryLimit", json!(3));
+            set(spec, "failedJobsHistoryLimit", json!(1));
+            if let Some(job_spec) = spec
+                .get_mut("jobTemplate")
+                .and_then(|t| t.get_mut("spec"))
+                .filter(|s| s.is_object())
+            {
+                job(job_spec);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Sets `key` of the object `v` to `value` if it is missing, null, or an
+/// empty string where a string is the default.
+fn set(v: &mut Value, key: &str, value: Value) {
+    let Some(m) = v.as_object_mut() else {
+        return;
+    };
+    let missing = match m.get(key) {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty() && value.is_string(),
+        Some(_) => false,
+    };
+    if missing {
+        m.insert(key.to_owned(), value);
+    }
+}
+
+/// The objects of the array at `key`, if any.
+fn each<'a>(v: &'a mut Value, key: &str) -> impl Iterator<Item = &'a mut Value> {
+    v.get_mut(key)
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter(|x| x.is_object())
+}
+
+/// The pod spec at `template.spec` of `v` (a workload's spec).
+fn template(v: &mut Value) {
+    if let Some(pod) = v
+        .get_mut("template")
+        .and_then(|t| t.get_mut("spec"))
+        .filter(|s| s.is_object())
+    {
+        pod_spec(pod);
+    }
+}
+
+/// `type` of a strategy object at `key` (RollingUpdate), and its
+/// `rollingUpdate` parameters when it is a rolling update.
+fn strategy(spec: &mut Value, key: &str, rolling: Value) {
+    set(spec, key, json!({}));
+    let s = &mut spec[key];
+    set(s, "type", json!("RollingUpdate"));
+    if s["type"] == "RollingUpdate" {
+        set(s, "rollingUpdate", json!({}));
+        if let (Some(r), Value::Object(defaults)) = (s.get_mut("rollingUpdate"), rolling) {
+            for (k, v) in defaults {
+                set(r, &k, v);
+            }
+        }
+    }
+}
+
+fn deployment(spec: &mut Value) {
+    set(spec, "replicas", json!(1));
+    strategy(
+        spec,
+        "strategy",
+        json!({"maxUnavailable": "25%", "maxSurge": "25%"}),
+    );
+    set(spec, "revisionHistoryLimit", json!(10));
+    set(spec, "progressDeadlineSeconds", json!(600));
+    template(spec);
+}
+
+fn stateful_set(spec: &mut Value) {
+    set(spec, "replicas", json!(1));
+    set(spec, "podManagementPolicy", json!("OrderedReady"));
+    strategy(spec, "updateStrategy", json!({"partition": 0}));
+    set(spec, "revisionHistoryLimit", json!(10));
+    set(
+        spec,
+        "persistentVolumeClaimRetentionPolicy",
+        json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+    );
+    template(spec);
+}
+
+fn job(spec: &mut Value) {
+    if spec.get("completions").is_none_or(Value::is_null)
+        && spec.get("parallelism").is_none_or(Value::is_null)
+    {
+        set(spec, "completions", json!(1));
+    }
+    set(spec, "parallelism", json!(1));
+    set(spec, "backoffLimit", json!(6));
+    set(spec, "completionMode", json!("NonIndexed"));
+    set(spec, "suspend", json!(false));
+    set(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+    template(spec);
+}
+
+fn service(spec: &mut Value) {
+    set(spec, "type", json!("ClusterIP"));
+    set(spec, "sessionAffinity", json!("None"));
+    let external = matches!(spec["type"].as_str(), Some("NodePort" | "LoadBalancer"));
+    if external {
+        set(spec, "externalTrafficPolicy", json!("Cluster"));
+    }
+    if spec["type"] != "ExternalName" {
+        set(spec, "internalTrafficPolicy", json!("Cluster"));
+    }
+    for port in each(spec, "ports") {
+        set(port, "protocol", json!("TCP"));
+        let target_unset = match port.get("targetPort") {
+            None | Some(Value::Null) => true,
+            Some(Value::Number(n)) => n.as_i64() == Some(0),
+            Some(Value::String(s)) => s.is_empty(),
+            Some(_) => false,
+        };
+        if target_unset && let Some(p) = port.get("port").cloned() {
+            port["targetPort"] = p;
+        }
+    }
+}
+
+fn pod_spec(spec: &mut Value) {
+    set(spec, "restartPolicy", json!("Always"));
+    set(spec, "dnsPolicy", json!("ClusterFirst"));
+    set(spec, "schedulerName", json!("default-scheduler"));
+    set(spec, "terminationGracePeriodSeconds", json!(30));
+    set(spec, "securityContext", json!({}));
+    set(spec, "enableServiceLinks", json!(true));
+    for key in ["containers", "initContainers"] {
+        for c in each(spec, key) {
+            container(c);
+        }
+    }
+    for v in each(spec, "volumes") {
+        for source in ["configMap", "secret"] {
+            if let Some(s) = v.get_mut(source).filter(|s| s.is_object()) {
+                set(s, "defaultMode", json!(420));
+            }
+        }
+    }
+}
+
+fn container(c: &mut Value) {
+    set(c, "terminationMessagePath", json!("/dev/termination-log"));
+    set(c, "terminationMessagePolicy", json!("File"));
+    let pull = if c["image"].as_str().is_some_and(pulls_always) {
+        "Always"
+    } else {
+        "IfNotPresent"
+    };
+    set(c, "imagePullPolicy", json!(pull));
+    set(c, "resources", json!({}));
+    for port in each(c, "ports") {
+        set(port, "protocol", json!("TCP"));
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = c.get_mut(probe).filter(|p| p.is_object()) {
+            set(p, "timeoutSeconds", json!(1));
+            set(p, "periodSeconds", json!(10));
+            set(p, "successThreshold", json!(1));
+            set(p, "failureThreshold", json!(3));
+            if let Some(h) = p.get_mut("httpGet").filter(|h| h.is_object()) {
+                set(h, "path", json!("/"));
+                set(h, "scheme", json!("HTTP"));
+            }
+        }
+    }
+    // Requests default to the limits given.
+    if let Some(limits) = c["resources"]
+        .get("limits")
+        .and_then(Value::as_object)
+        .cloned()
+    {
+        let resources = &mut c["resources"];
+        set(resources, "requests", json!({}));
+        if let Some(requests) = resources.get_mut("requests").and_then(Value::as_object_mut) {
+            for (k, v) in limits {
+                requests.entry(k).or_insert(v);
+            }
+        }
+    }
+}
+
+/// Whether an image reference pulls `Always` by default: no tag and no
+/// digest, or the tag `latest`.
+fn pulls_always(image: &str) -> bool {
+    if image.contains('@') {
+        return false;
+    }
+    // The tag is after the last ':' that comes after the last '/' (a
+    // registry host may have a port).
+    let last = image.rsplit('/').next().unwrap_or(image);
+    match last.rsplit_once(':') {
+        Some((_, tag)) => tag == "latest",
+        None => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_deployment_gets_what_a_cluster_gives_it() {
+        let mut d = json!({"spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"spec": {"containers": [
+                {"name": "web", "image": "nginx", "ports": [{"containerPort": 80}],
+                 "resources": {"limits": {"cpu": "1"}},
+                 "readinessProbe": {"httpGet": {"port": 80}}}
+            ]}}
+        }});
+        apply("apps", "deployments", &mut d);
+        let spec = &d["spec"];
+        assert_eq!(spec["replicas"], 1);
+        assert_eq!(
+            spec["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+        );
+        assert_eq!(spec["revisionHistoryLimit"], 10);
+        assert_eq!(spec["progressDeadlineSeconds"], 600);
+        let pod = &spec["template"]["spec"];
+        assert_eq!(pod["restartPolicy"], "Always");
+        assert_eq!(pod["dnsPolicy"], "ClusterFirst");
+        assert_eq!(pod["terminationGracePeriodSeconds"], 30);
+        let c = &pod["containers"][0];
+        assert_eq!(c["imagePullPolicy"], "Always");
+        assert_eq!(c["ports"][0]["protocol"], "TCP");
+        assert_eq!(c["resources"]["requests"]["cpu"], "1");
+        assert_eq!(c["readinessProbe"]["httpGet"]["scheme"], "HTTP");
+        assert_eq!(c["readinessProbe"]["periodSeconds"], 10);
+        // Applying them again changes nothing.
+        let once = d.clone();
+        apply("apps", "deployments", &mut d);
+        assert_eq!(d, once);
+    }
+
+    #[test]
+    fn what_the_client_set_is_kept() {
+        let mut d = json!({"spec": {
+            "replicas": 0,
+            "strategy": {"type": "Recreate"},
+            "template": {"spec": {"restartPolicy": "Never", "containers": [
+                {"name": "c", "image": "registry:5000/app:1.2", "imagePullPolicy": "Never"}
+            ]}}
+        }});
+        apply("apps", "deployments", &mut d);
+        assert_eq!(d["spec"]["replicas"], 0);
+        assert_eq!(d["spec"]["strategy"], json!({"type": "Recreate"}));
+        let pod = &d["spec"]["template"]["spec"];
+        assert_eq!(pod["restartPolicy"], "Never");
+        assert_eq!(pod["containers"][0]["imagePullPolicy"], "Never");
+    }
+
+    #[test]
+    fn image_pull_policy_follows_the_tag() {
+        for (image, always) in [
+            ("nginx", true),
+            ("nginx:latest", true),
+            ("nginx:1.27", false),
+            ("registry:5000/nginx", true),
+            ("registry:5000/nginx:1", false),
+            ("nginx@sha256:abc", false),
+        ] {
+            assert_eq!(pulls_always(image), always, "{image}");
+        }
+    }
+
+    #[test]
+    fn services_jobs_and_secrets() {
+        let mut s = json!({"spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 81, "targetPort": "http"}]}});
+        apply("", "services", &mut s);
+        assert_eq!(s["spec"]["ports"][0]["targetPort"], 80);
+        assert_eq!(s["spec"]["ports"][1]["targetPort"], "http");
+        assert_eq!(s["spec"]["ports"][0]["protocol"], "TCP");
+        assert_eq!(s["spec"]["externalTrafficPolicy"], "Cluster");
+        assert_eq!(s["spec"]["sessionAffinity"], "None");
+        let mut j =
+            json!({"spec": {"parallelism": 3, "template": {"spec": {"restartPolicy": "Never"}}}});
+        apply("batch", "jobs", &mut j);
+        assert!(j["spec"].get("completions").is_none(), "{j}");
+        assert_eq!(j["spec"]["backoffLimit"], 6);
+        assert_eq!(j["spec"]["template"]["spec"]["restartPolicy"], "Never");
+        let mut secret = json!({"data": {}});
+        apply("", "secrets", &mut secret);
+        assert_eq!(secret["type"], "Opaque");
+    }
+}
