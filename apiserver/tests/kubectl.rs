@@ -772,7 +772,10 @@ async fn install_manifests_of_common_kinds_apply() {
         6
     );
     let described = k.ok(&["describe", "sts", "db"]);
-    assert!(described.contains("Update Strategy:    RollingUpdate"), "{described}");
+    assert!(
+        described.contains("Update Strategy:    RollingUpdate"),
+        "{described}"
+    );
     // RBAC objects keep no generation, as on a cluster.
     let role = k.json(&["get", "clusterrole", "ctl"]);
     assert!(role["metadata"].get("generation").is_none(), "{role:#}");
