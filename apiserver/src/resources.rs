@@ -127,402 +127,105 @@ impl Resource {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn builtin(
-    group: &str,
-    version: &str,
-    plural: &str,
-    kind: &str,
-    namespaced: bool,
-    short: &[&str],
-    all: bool,
-    status: bool,
-) -> Resource {
+/// The built-in kinds, one a line: `group/version` (`v1` for the core
+/// group), plural, kind, scope, short names (`-` for none) and flags (`-`
+/// for none): `all` (in the `all` category), `status` and `scale`
+/// (subresources; `scale` reads `spec.replicas`, `status.replicas` and
+/// `spec.selector`).
+///
+/// The server runs no controller for any of them but garbage collection and
+/// namespace deletion: they are stored so that the manifests real workloads
+/// ship (RBAC, Jobs, PDBs, Ingresses, ...) apply as on a cluster.
+const BUILTINS: &str = "
+v1 namespaces Namespace cluster ns status
+v1 pods Pod namespaced po all,status
+v1 nodes Node cluster no status
+v1 configmaps ConfigMap namespaced cm -
+v1 secrets Secret namespaced - -
+v1 services Service namespaced svc all,status
+v1 serviceaccounts ServiceAccount namespaced sa -
+v1 events Event namespaced ev -
+v1 resourcequotas ResourceQuota namespaced quota status
+v1 limitranges LimitRange namespaced limits -
+v1 endpoints Endpoints namespaced ep -
+v1 persistentvolumeclaims PersistentVolumeClaim namespaced pvc status
+v1 persistentvolumes PersistentVolume cluster pv status
+v1 podtemplates PodTemplate namespaced - -
+v1 replicationcontrollers ReplicationController namespaced rc all,status
+events.k8s.io/v1 events Event namespaced ev -
+apps/v1 deployments Deployment namespaced deploy all,status,scale
+apps/v1 replicasets ReplicaSet namespaced rs all,status,scale
+apps/v1 statefulsets StatefulSet namespaced sts all,status,scale
+apps/v1 daemonsets DaemonSet namespaced ds all,status
+apps/v1 controllerrevisions ControllerRevision namespaced - -
+batch/v1 jobs Job namespaced - all,status
+batch/v1 cronjobs CronJob namespaced cj all,status
+autoscaling/v2 horizontalpodautoscalers HorizontalPodAutoscaler namespaced hpa all,status
+policy/v1 poddisruptionbudgets PodDisruptionBudget namespaced pdb status
+rbac.authorization.k8s.io/v1 roles Role namespaced - -
+rbac.authorization.k8s.io/v1 rolebindings RoleBinding namespaced - -
+rbac.authorization.k8s.io/v1 clusterroles ClusterRole cluster - -
+rbac.authorization.k8s.io/v1 clusterrolebindings ClusterRoleBinding cluster - -
+networking.k8s.io/v1 ingresses Ingress namespaced ing status
+networking.k8s.io/v1 ingressclasses IngressClass cluster - -
+networking.k8s.io/v1 networkpolicies NetworkPolicy namespaced netpol -
+discovery.k8s.io/v1 endpointslices EndpointSlice namespaced - -
+scheduling.k8s.io/v1 priorityclasses PriorityClass cluster pc -
+storage.k8s.io/v1 storageclasses StorageClass cluster sc -
+node.k8s.io/v1 runtimeclasses RuntimeClass cluster - -
+coordination.k8s.io/v1 leases Lease namespaced - -
+apiextensions.k8s.io/v1 customresourcedefinitions CustomResourceDefinition cluster crd,crds status
+";
+
+/// All built-in resources, from [`BUILTINS`].
+pub(crate) fn builtins() -> Vec<Resource> {
+    BUILTINS
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(builtin)
+        .collect()
+}
+
+/// One line of [`BUILTINS`].
+fn builtin(line: &str) -> Resource {
+    let [group_version, plural, kind, scope, short, flags] = line
+        .split(' ')
+        .collect::<Vec<_>>()
+        .try_into()
+        .unwrap_or_else(|_| panic!("BUILTINS: bad line {line:?}"));
+    let (group, version) = group_version
+        .rsplit_once('/')
+        .unwrap_or(("", group_version));
+    let list = |s: &str| -> Vec<String> {
+        s.split(',')
+            .filter(|x| *x != "-")
+            .map(str::to_owned)
+            .collect()
+    };
+    let flags = list(flags);
+    let flag = |f: &str| flags.iter().any(|x| x == f);
     Resource {
         group: group.into(),
         versions: vec![version.into()],
         plural: plural.into(),
         singular: kind.to_lowercase(),
         kind: kind.into(),
-        namespaced,
-        short_names: short.iter().map(|s| s.to_string()).collect(),
-        categories: if all { vec!["all".into()] } else { vec![] },
-        status,
-        scale: None,
+        namespaced: scope == "namespaced",
+        short_names: list(short),
+        categories: if flag("all") {
+            vec!["all".into()]
+        } else {
+            vec![]
+        },
+        status: flag("status"),
+        scale: flag("scale").then(|| ScalePaths {
+            spec_replicas: "spec.replicas".into(),
+            status_replicas: "status.replicas".into(),
+            label_selector: Some("spec.selector".into()),
+        }),
         builtin: true,
         printer_columns: vec![],
     }
-}
-
-fn replicas_scale() -> Option<ScalePaths> {
-    Some(ScalePaths {
-        spec_replicas: "spec.replicas".into(),
-        status_replicas: "status.replicas".into(),
-        label_selector: Some("spec.selector".into()),
-    })
-}
-
-/// All built-in resources.
-pub(crate) fn builtins() -> Vec<Resource> {
-    let mut v = vec![
-        builtin(
-            "",
-            "v1",
-            "namespaces",
-            "Namespace",
-            false,
-            &["ns"],
-            false,
-            true,
-        ),
-        builtin("", "v1", "pods", "Pod", true, &["po"], true, true),
-        builtin("", "v1", "nodes", "Node", false, &["no"], false, true),
-        builtin(
-            "",
-            "v1",
-            "configmaps",
-            "ConfigMap",
-            true,
-            &["cm"],
-            false,
-            false,
-        ),
-        builtin("", "v1", "secrets", "Secret", true, &[], false, false),
-        builtin("", "v1", "services", "Service", true, &["svc"], true, true),
-        builtin(
-            "",
-            "v1",
-            "serviceaccounts",
-            "ServiceAccount",
-            true,
-            &["sa"],
-            false,
-            false,
-        ),
-        builtin("", "v1", "events", "Event", true, &["ev"], false, false),
-        builtin(
-            "",
-            "v1",
-            "resourcequotas",
-            "ResourceQuota",
-            true,
-            &["quota"],
-            false,
-            true,
-        ),
-        builtin(
-            "",
-            "v1",
-            "limitranges",
-            "LimitRange",
-            true,
-            &["limits"],
-            false,
-            false,
-        ),
-        builtin(
-            "events.k8s.io",
-            "v1",
-            "events",
-            "Event",
-            true,
-            &["ev"],
-            false,
-            false,
-        ),
-        builtin(
-            "apps",
-            "v1",
-            "deployments",
-            "Deployment",
-            true,
-            &["deploy"],
-            true,
-            true,
-        ),
-        builtin(
-            "apps",
-            "v1",
-            "replicasets",
-            "ReplicaSet",
-            true,
-            &["rs"],
-            true,
-            true,
-        ),
-        builtin(
-            "coordination.k8s.io",
-            "v1",
-            "leases",
-            "Lease",
-            true,
-            &[],
-            false,
-            false,
-        ),
-        builtin(
-            "apiextensions.k8s.io",
-            "v1",
-            "customresourcedefinitions",
-            "CustomResourceDefinition",
-            false,
-            &["crd", "crds"],
-            false,
-            true,
-        ),
-    ];
-    // Stored and served like any other object, with no controller of their
-    // own here, so that the manifests real workloads ship (RBAC, Jobs, PDBs,
-    // Ingresses, ...) apply as they do on a cluster. (group, version,
-    // plural, kind, namespaced, short names, in `all`, status subresource)
-    type Row = (
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-        bool,
-        &'static [&'static str],
-        bool,
-        bool,
-    );
-    const MORE: &[Row] = &[
-        (
-            "",
-            "v1",
-            "endpoints",
-            "Endpoints",
-            true,
-            &["ep"],
-            false,
-            false,
-        ),
-        (
-            "",
-            "v1",
-            "persistentvolumeclaims",
-            "PersistentVolumeClaim",
-            true,
-            &["pvc"],
-            false,
-            true,
-        ),
-        (
-            "",
-            "v1",
-            "persistentvolumes",
-            "PersistentVolume",
-            false,
-            &["pv"],
-            false,
-            true,
-        ),
-        (
-            "",
-            "v1",
-            "podtemplates",
-            "PodTemplate",
-            true,
-            &[],
-            false,
-            false,
-        ),
-        (
-            "",
-            "v1",
-            "replicationcontrollers",
-            "ReplicationController",
-            true,
-            &["rc"],
-            true,
-            true,
-        ),
-        (
-            "apps",
-            "v1",
-            "statefulsets",
-            "StatefulSet",
-            true,
-            &["sts"],
-            true,
-            true,
-        ),
-        (
-            "apps",
-            "v1",
-            "daemonsets",
-            "DaemonSet",
-            true,
-            &["ds"],
-            true,
-            true,
-        ),
-        (
-            "apps",
-            "v1",
-            "controllerrevisions",
-            "ControllerRevision",
-            true,
-            &[],
-            false,
-            false,
-        ),
-        ("batch", "v1", "jobs", "Job", true, &[], true, true),
-        (
-            "batch",
-            "v1",
-            "cronjobs",
-            "CronJob",
-            true,
-            &["cj"],
-            true,
-            true,
-        ),
-        (
-            "autoscaling",
-            "v2",
-            "horizontalpodautoscalers",
-            "HorizontalPodAutoscaler",
-            true,
-            &["hpa"],
-            true,
-            true,
-        ),
-        (
-            "policy",
-            "v1",
-            "poddisruptionbudgets",
-            "PodDisruptionBudget",
-            true,
-            &["pdb"],
-            false,
-            true,
-        ),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "roles",
-            "Role",
-            true,
-            &[],
-            false,
-            false,
-        ),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "rolebindings",
-            "RoleBinding",
-            true,
-            &[],
-            false,
-            false,
-        ),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "clusterroles",
-            "ClusterRole",
-            false,
-            &[],
-            false,
-            false,
-        ),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "clusterrolebindings",
-            "ClusterRoleBinding",
-            false,
-            &[],
-            false,
-            false,
-        ),
-        (
-            "networking.k8s.io",
-            "v1",
-            "ingresses",
-            "Ingress",
-            true,
-            &["ing"],
-            false,
-            true,
-        ),
-        (
-            "networking.k8s.io",
-            "v1",
-            "ingressclasses",
-            "IngressClass",
-            false,
-            &[],
-            false,
-            false,
-        ),
-        (
-            "networking.k8s.io",
-            "v1",
-            "networkpolicies",
-            "NetworkPolicy",
-            true,
-            &["netpol"],
-            false,
-            false,
-        ),
-        (
-            "discovery.k8s.io",
-            "v1",
-            "endpointslices",
-            "EndpointSlice",
-            true,
-            &[],
-            false,
-            false,
-        ),
-        (
-            "scheduling.k8s.io",
-            "v1",
-            "priorityclasses",
-            "PriorityClass",
-            false,
-            &["pc"],
-            false,
-            false,
-        ),
-        (
-            "storage.k8s.io",
-            "v1",
-            "storageclasses",
-            "StorageClass",
-            false,
-            &["sc"],
-            false,
-            false,
-        ),
-        (
-            "node.k8s.io",
-            "v1",
-            "runtimeclasses",
-            "RuntimeClass",
-            false,
-            &[],
-            false,
-            false,
-        ),
-    ];
-    v.extend(
-        MORE.iter()
-            .map(|&(g, ver, plural, kind, ns, short, all, status)| {
-                builtin(g, ver, plural, kind, ns, short, all, status)
-            }),
-    );
-    for r in &mut v {
-        if matches!(
-            (r.group.as_str(), r.plural.as_str()),
-            ("apps", "deployments" | "replicasets" | "statefulsets")
-        ) {
-            r.scale = replicas_scale();
-        }
-    }
-    v
 }
 
 /// `a/b`. Several of these are built for every request; `format!` costs
