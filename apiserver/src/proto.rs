@@ -220,6 +220,16 @@ fn int_of(w: Wire<'_>, field: &str) -> Result<i64, String> {
     }
 }
 
+/// The value of field 1 of the message `b` (the last, if repeated): the one
+/// field of a `Quantity`, `Duration`, `RawExtension` or `FieldsV1`.
+fn first_field<'a>(b: &'a [u8]) -> Result<Option<Wire<'a>>, String> {
+    Ok(fields(b)?
+        .into_iter()
+        .rev()
+        .find(|(n, _)| *n == 1)
+        .map(|(_, w)| w))
+}
+
 /// `seconds` and `nanos` of a `Time` or `MicroTime` message.
 fn timestamp(b: &[u8], field: &str) -> Result<(i64, i64), String> {
     let (mut secs, mut nanos) = (0, 0);
@@ -269,17 +279,12 @@ fn trim_fraction(n: u64, div: u64) -> String {
     format!("{whole}.{}", frac.trim_end_matches('0'))
 }
 
-/// One field's value, or `None` for a value JSON would leave out.
-fn value(spec: &FieldSpec, w: Wire<'_>, schema: &Schema) -> Result<Option<Value>, String> {
+/// One value of a field; `null` for a zero timestamp or an empty embedded
+/// object (what Go writes as `null`).
+fn value(spec: &FieldSpec, w: Wire<'_>, schema: &Schema) -> Result<Value, String> {
     let f = spec.name.as_str();
-    Ok(Some(match &spec.ty {
-        Ty::String => {
-            let s = utf8(bytes_of(w, f)?, f)?;
-            if s.is_empty() {
-                return Ok(None);
-            }
-            json!(s)
-        }
+    Ok(match &spec.ty {
+        Ty::String => json!(utf8(bytes_of(w, f)?, f)?),
         Ty::Int => json!(int_of(w, f)?),
         Ty::Bool => json!(int_of(w, f)? != 0),
         Ty::Float => match w {
@@ -291,7 +296,7 @@ fn value(spec: &FieldSpec, w: Wire<'_>, schema: &Schema) -> Result<Option<Value>
         Ty::Time | Ty::MicroTime => {
             let (secs, nanos) = timestamp(bytes_of(w, f)?, f)?;
             if secs == 0 && nanos == 0 {
-                return Ok(None);
+                return Ok(Value::Null);
             }
             let text = crate::time::format_rfc3339(secs);
             if spec.ty == Ty::MicroTime {
@@ -301,24 +306,14 @@ fn value(spec: &FieldSpec, w: Wire<'_>, schema: &Schema) -> Result<Option<Value>
                 json!(text)
             }
         }
-        Ty::Duration => {
-            let mut nanos = 0;
-            for (n, w) in fields(bytes_of(w, f)?)? {
-                if n == 1 {
-                    nanos = int_of(w, f)?;
-                }
-            }
-            json!(go_duration(nanos))
-        }
-        Ty::Quantity => {
-            let mut q = String::new();
-            for (n, w) in fields(bytes_of(w, f)?)? {
-                if n == 1 {
-                    q = utf8(bytes_of(w, f)?, f)?;
-                }
-            }
-            json!(q)
-        }
+        Ty::Duration => match first_field(bytes_of(w, f)?)? {
+            Some(w) => json!(go_duration(int_of(w, f)?)),
+            None => json!(go_duration(0)),
+        },
+        Ty::Quantity => match first_field(bytes_of(w, f)?)? {
+            Some(w) => json!(utf8(bytes_of(w, f)?, f)?),
+            None => json!(""),
+        },
         Ty::IntOrString => {
             let (mut is_string, mut int, mut string) = (false, 0, String::new());
             for (n, w) in fields(bytes_of(w, f)?)? {
@@ -331,22 +326,16 @@ fn value(spec: &FieldSpec, w: Wire<'_>, schema: &Schema) -> Result<Option<Value>
             }
             if is_string { json!(string) } else { json!(int) }
         }
-        Ty::RawJson => {
-            let mut raw: &[u8] = &[];
-            for (n, w) in fields(bytes_of(w, f)?)? {
-                if n == 1 {
-                    raw = bytes_of(w, f)?;
-                }
+        Ty::RawJson => match first_field(bytes_of(w, f)?)? {
+            Some(w) if !bytes_of(w, f)?.is_empty() => {
+                serde_json::from_slice(bytes_of(w, f)?).map_err(|_| {
+                    format!("field {f} embeds an object that is not JSON; send the whole body as JSON or YAML")
+                })?
             }
-            if raw.is_empty() {
-                return Ok(None);
-            }
-            serde_json::from_slice(raw).map_err(|_| {
-                format!("field {f} embeds an object that is not JSON; send the whole body as JSON or YAML")
-            })?
-        }
+            _ => Value::Null,
+        },
         Ty::Message(m) => Value::Object(message(m, bytes_of(w, f)?, schema)?),
-    }))
+    })
 }
 
 /// Decodes one message of the schema into its JSON object.
@@ -369,11 +358,7 @@ fn message(name: &str, b: &[u8], schema: &Schema) -> Result<Map<String, Value>, 
             for (n, w) in fields(bytes_of(w, &spec.name)?)? {
                 match n {
                     1 => key = utf8(bytes_of(w, &spec.name)?, &spec.name)?,
-                    // A map keeps an empty string value: the key matters.
-                    2 if spec.ty == Ty::String => {
-                        val = Some(json!(utf8(bytes_of(w, &spec.name)?, &spec.name)?))
-                    }
-                    2 => val = value(spec, w, schema)?,
+                    2 => val = Some(value(spec, w, schema)?),
                     _ => {}
                 }
             }
@@ -392,26 +377,26 @@ fn message(name: &str, b: &[u8], schema: &Schema) -> Result<Map<String, Value>, 
                     let mut i = 0;
                     let mut v = Vec::new();
                     while i < b.len() {
-                        let n = varint(b, &mut i)? as i64;
-                        v.push(if spec.ty == Ty::Bool {
-                            json!(n != 0)
-                        } else {
-                            json!(n)
-                        });
+                        v.push(value(spec, Wire::Varint(varint(b, &mut i)?), schema)?);
                     }
                     v
                 }
-                // Kept even if empty: a list's items keep their positions.
-                (Ty::String, Wire::Bytes(b)) => vec![json!(utf8(b, &spec.name)?)],
-                _ => vec![value(spec, w, schema)?.unwrap_or(Value::Null)],
+                _ => vec![value(spec, w, schema)?],
             };
             let entry = obj.entry(spec.name.clone()).or_insert_with(|| json!([]));
             if let Value::Array(a) = entry {
                 a.extend(items);
             }
-        } else if let Some(v) = value(spec, w, schema)? {
-            // Server-set, and zero means unset (a pod template's, say).
-            if name == "meta.v1.ObjectMeta" && spec.name == "generation" && v == 0 {
+        } else {
+            // A map's or list's items are kept whatever their value (the
+            // key or the position matters); a field is left out as
+            // `omitempty` would. `generation` is server-set, and zero means
+            // unset (a pod template's, say).
+            let v = value(spec, w, schema)?;
+            if v.is_null()
+                || v == ""
+                || (name == "meta.v1.ObjectMeta" && spec.name == "generation" && v == 0)
+            {
                 continue;
             }
             match (spec.inline, v) {
