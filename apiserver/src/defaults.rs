@@ -16,7 +16,7 @@ pub(crate) fn apply(group: &str, plural: &str, obj: &mut Value) {
         ("", "podtemplates") => template(obj),
         _ => {}
     }
-    let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else {
+    let Some(spec) = object_at(obj, &["spec"]) else {
         return;
     };
     match (group, plural) {
@@ -44,11 +44,7 @@ pub(crate) fn apply(group: &str, plural: &str, obj: &mut Value) {
             set(spec, "suspend", json!(false));
             set(spec, "successfulJobsHistoryLimit", json!(3));
             set(spec, "failedJobsHistoryLimit", json!(1));
-            if let Some(job_spec) = spec
-                .get_mut("jobTemplate")
-                .and_then(|t| t.get_mut("spec"))
-                .filter(|s| s.is_object())
-            {
+            if let Some(job_spec) = object_at(spec, &["jobTemplate", "spec"]) {
                 job(job_spec);
             }
         }
@@ -72,6 +68,13 @@ fn set(v: &mut Value, key: &str, value: Value) {
     }
 }
 
+/// The object at `path` below `v`, if there is one.
+fn object_at<'a>(v: &'a mut Value, path: &[&str]) -> Option<&'a mut Value> {
+    path.iter()
+        .try_fold(v, |v, key| v.get_mut(key))
+        .filter(|v| v.is_object())
+}
+
 /// The objects of the array at `key`, if any.
 fn each<'a>(v: &'a mut Value, key: &str) -> impl Iterator<Item = &'a mut Value> {
     v.get_mut(key)
@@ -83,11 +86,7 @@ fn each<'a>(v: &'a mut Value, key: &str) -> impl Iterator<Item = &'a mut Value> 
 
 /// The pod spec at `template.spec` of `v` (a workload's spec).
 fn template(v: &mut Value) {
-    if let Some(pod) = v
-        .get_mut("template")
-        .and_then(|t| t.get_mut("spec"))
-        .filter(|s| s.is_object())
-    {
+    if let Some(pod) = object_at(v, &["template", "spec"]) {
         pod_spec(pod);
     }
 }
@@ -185,7 +184,7 @@ fn pod_spec(spec: &mut Value) {
     }
     for v in each(spec, "volumes") {
         for source in ["configMap", "secret"] {
-            if let Some(s) = v.get_mut(source).filter(|s| s.is_object()) {
+            if let Some(s) = object_at(v, &[source]) {
                 set(s, "defaultMode", json!(420));
             }
         }
@@ -206,12 +205,12 @@ fn container(c: &mut Value) {
         set(port, "protocol", json!("TCP"));
     }
     for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
-        if let Some(p) = c.get_mut(probe).filter(|p| p.is_object()) {
+        if let Some(p) = object_at(c, &[probe]) {
             set(p, "timeoutSeconds", json!(1));
             set(p, "periodSeconds", json!(10));
             set(p, "successThreshold", json!(1));
             set(p, "failureThreshold", json!(3));
-            if let Some(h) = p.get_mut("httpGet").filter(|h| h.is_object()) {
+            if let Some(h) = object_at(p, &["httpGet"]) {
                 set(h, "path", json!("/"));
                 set(h, "scheme", json!("HTTP"));
             }
