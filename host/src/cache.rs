@@ -316,10 +316,6 @@ impl Store {
         changes
     }
 
-    fn label_hash(&self, key: &str, value: &str) -> u64 {
-        self.hasher.hash_one((key, value))
-    }
-
     fn uid_hash(&self, uid: &str) -> u64 {
         self.hasher.hash_one(uid)
     }
@@ -337,8 +333,8 @@ impl Store {
                 universe,
             );
         }
-        let hashes: Vec<u64> = o.labels().map(|(k, v)| self.label_hash(k, v)).collect();
-        for h in hashes {
+        for (k, v) in o.labels() {
+            let h = label_hash(&self.hasher, k, v);
             add(&mut self.by_label, &mut self.ids_bytes, h, id, universe);
         }
     }
@@ -358,15 +354,13 @@ impl Store {
         let kept: Vec<u64> = replacement
             .into_iter()
             .flat_map(|r| r.labels())
-            .map(|(k, v)| self.label_hash(k, v))
+            .map(|(k, v)| label_hash(&self.hasher, k, v))
             .collect();
-        let gone: Vec<u64> = old
-            .labels()
-            .map(|(k, v)| self.label_hash(k, v))
-            .filter(|h| !kept.contains(h))
-            .collect();
-        for h in gone {
-            drop_id(&mut self.by_label, &mut self.ids_bytes, h, id);
+        for (k, v) in old.labels() {
+            let h = label_hash(&self.hasher, k, v);
+            if !kept.contains(&h) {
+                drop_id(&mut self.by_label, &mut self.ids_bytes, h, id);
+            }
         }
     }
 
@@ -390,7 +384,7 @@ impl Store {
         let mut fewest: Option<&Ids> = None;
         for r in selector.requirements() {
             if let Some(v) = selector.pinned_value(r.key()) {
-                match self.by_label.get(&self.label_hash(r.key(), v)) {
+                match self.by_label.get(&label_hash(&self.hasher, r.key(), v)) {
                     None => return Vec::new(),
                     Some(ids) if fewest.is_none_or(|f| ids.len() < f.len()) => fewest = Some(ids),
                     Some(_) => {}
@@ -490,6 +484,12 @@ impl Store {
             + table_bytes(&self.by_label)
             + self.ids_bytes
     }
+}
+
+/// The label index's key for label `key` = `value` (a function of the
+/// hasher alone, so the indexes can be updated while it is borrowed).
+fn label_hash(hasher: &RandomState, key: &str, value: &str) -> u64 {
+    hasher.hash_one((key, value))
 }
 
 /// Adds `id` to `index[hash]`, keeping `bytes` up to date.

@@ -124,9 +124,13 @@ impl CacheReader for PluginView {
             return Vec::new();
         };
         let mut objects = first.cache().read(|s| s.list(namespace, selector));
-        // Several watches of one kind (different selectors) may overlap.
+        // Several watches of one kind (different selectors) may overlap:
+        // merge their lists once, after reading them all.
+        let before = objects.len();
         for other in informers {
             objects.extend(other.cache().read(|s| s.list(namespace, selector)));
+        }
+        if objects.len() > before {
             objects.sort_by(|a, b| a.key().cmp(&b.key()));
             objects.dedup_by(|a, b| a.key() == b.key());
         }
