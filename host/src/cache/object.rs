@@ -172,13 +172,19 @@ impl Builder {
         if value.is_empty() {
             return;
         }
-        if let Some((start, len)) = span(text, value) {
-            self.starts[field as usize] = start;
-            self.lens[field as usize] = len;
-        } else {
-            self.lens[field as usize] = OWNED;
-            self.extra.owned[field as usize] = Some(value.into());
+        match span(text, value) {
+            Some(span) => self.place(field, span),
+            None => {
+                self.lens[field as usize] = OWNED;
+                self.extra.owned[field as usize] = Some(value.into());
+            }
         }
+    }
+
+    /// Records `field` at `start` with length `len` in the text.
+    fn place(&mut self, field: Field, (start, len): (u32, u16)) {
+        self.starts[field as usize] = start;
+        self.lens[field as usize] = len;
     }
 }
 
@@ -225,10 +231,7 @@ impl CachedObject {
         if let Some(labels) = m.labels {
             let raw = labels.get();
             match span(text, raw).filter(|_| plain_string_map(raw)) {
-                Some((start, len)) => {
-                    b.starts[Field::Labels as usize] = start;
-                    b.lens[Field::Labels as usize] = len;
-                }
+                Some(span) => b.place(Field::Labels, span),
                 None => {
                     let map: BTreeMap<Cow<'_, str>, Cow<'_, str>> = serde_json::from_str(raw)
                         .map_err(|e| MalformedObject(format!("metadata.labels: {e}")))?;
@@ -254,10 +257,7 @@ impl CachedObject {
         if let Some((raw, r)) = controller {
             let plain = r.fields().iter().all(|f| borrowed(f).is_some());
             match span(text, raw).filter(|_| plain) {
-                Some((start, len)) => {
-                    b.starts[Field::Controller as usize] = start;
-                    b.lens[Field::Controller as usize] = len;
-                }
+                Some(span) => b.place(Field::Controller, span),
                 None => {
                     b.lens[Field::Controller as usize] = OWNED;
                     b.extra.controller = Some(Box::new(r.fields().map(|f| Box::from(f.as_ref()))));
