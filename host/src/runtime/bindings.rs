@@ -73,11 +73,12 @@ impl Exports {
         mut store: impl AsContextMut,
         instance: &Instance,
     ) -> wasmtime::Result<wit::Manifest> {
+        // The same aliases as the calls below use, so the checked
+        // signatures cannot drift from the called ones.
         for index in [&self.reconcile, &self.finalize] {
-            instance
-                .get_typed_func::<(RequestParam<'_>,), (ReconcileResult,)>(&mut store, index)?;
+            let _: ReconcileFn<'_> = instance.get_typed_func(&mut store, index)?;
         }
-        instance.get_typed_func::<(&str,), (Vec<wit::ObjectRef>,)>(&mut store, &self.map)?;
+        let _: MapFn<'_> = instance.get_typed_func(&mut store, self.map)?;
         let f: ManifestFn = instance.get_typed_func(&mut store, self.manifest)?;
         Ok(f.call(store, ())?.0)
     }

@@ -505,7 +505,7 @@ impl Plugin {
         request: &Request,
         cache: Arc<dyn CacheReader>,
     ) -> Result<Outcome, PluginError> {
-        self.inner.reconcile_like("reconcile", request, cache)
+        self.inner.reconcile_like(false, request, cache)
     }
 
     /// Calls `finalize` in a fresh instance and checks the outcome.
@@ -514,7 +514,7 @@ impl Plugin {
         request: &Request,
         cache: Arc<dyn CacheReader>,
     ) -> Result<Outcome, PluginError> {
-        self.inner.reconcile_like("finalize", request, cache)
+        self.inner.reconcile_like(true, request, cache)
     }
 
     /// Calls `reconcile` (or `finalize`) like [`Plugin::reconcile`], for a
@@ -534,7 +534,7 @@ impl Plugin {
         cache: Arc<dyn CacheReader>,
         budget: Duration,
     ) -> Attempt {
-        let export = if finalize { "finalize" } else { "reconcile" };
+        let export = reconcile_export(finalize);
         let inner = &self.inner;
         let result = inner.try_call(
             export,
@@ -777,13 +777,14 @@ impl PluginInner {
 
     fn reconcile_like(
         &self,
-        export: &'static str,
+        finalize: bool,
         request: &Request,
         cache: Arc<dyn CacheReader>,
     ) -> Result<Outcome, PluginError> {
+        let export = reconcile_export(finalize);
         let manifest = self.manifest.clone();
         let result = self.call(export, Some(manifest), cache, |e, i, s| {
-            e.call_reconcile(s, i, export == "finalize", request)
+            e.call_reconcile(s, i, finalize, request)
         })?;
         self.check_outcome(export, result, request.key.namespace.as_deref())
     }
@@ -942,6 +943,11 @@ fn check_outcome(
         requeue_after: outcome.requeue_after_ms.map(Duration::from_millis),
         events,
     })
+}
+
+/// The export a reconcile-shaped call runs, as errors name it.
+fn reconcile_export(finalize: bool) -> &'static str {
+    if finalize { "finalize" } else { "reconcile" }
 }
 
 /// One instance reused for many calls (see [`Plugin::session`]).
