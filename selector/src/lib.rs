@@ -13,6 +13,7 @@
 
 mod field;
 mod label;
+pub mod names;
 
 pub use field::{FieldRequirement, FieldSelector};
 pub use label::{LabelSelector, Operator, Requirement};
