@@ -8,7 +8,7 @@ use serde_json::Value;
 use windlass_selector::LabelSelector;
 
 use crate::contract::{KindRef, ObjectRef};
-use crate::runtime::CacheReader;
+use crate::model::CacheReader;
 
 /// Kind, namespace and name.
 type Key = (KindRef, Option<String>, String);
@@ -89,12 +89,11 @@ impl CacheReader for StaticCache {
 
 /// The request the host would build for `object` with these owned children.
 pub fn request_for(object: &Value, owned: &[Value]) -> Option<crate::contract::Request> {
-    Some(crate::contract::Request {
-        key: object_ref(object)?,
-        object: Some(object.to_string()),
-        owned: owned.iter().map(Value::to_string).collect(),
-        attempt: 0,
-    })
+    Some(crate::contract::Request::new(
+        object_ref(object)?,
+        Some(object.to_string()),
+        owned.iter().map(Value::to_string).collect(),
+    ))
 }
 
 #[cfg(test)]
