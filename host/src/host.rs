@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use crate::client::ApiClient;
 use crate::controller::{Controller, StatsSnapshot};
@@ -180,16 +181,33 @@ impl Host {
         let _changing = self.changing.lock().await;
         let old = {
             let mut controllers = self.controllers.lock().await;
+            if let Some(finalizer) = &plugin.manifest().finalizer
+                && let Some((other, (other_path, _))) = controllers.iter().find(|(n, (_, slot))| {
+                    **n != name && slot.plugin().manifest().finalizer.as_ref() == Some(finalizer)
+                })
+            {
+                anyhow::bail!(
+                    "{}: finalizer {finalizer:?} is already used by plugin {other:?} (from {}); each plugin needs its own",
+                    path.display(),
+                    other_path.display()
+                );
+            }
             if let Some((old_path, slot)) = controllers.get(&name) {
-                if old_path != path {
+                // A file renamed (or moved by a directory swap) takes its
+                // plugin over; two files cannot both hold one name.
+                if old_path != path && is_plugin_file(old_path) && old_path.is_file() {
                     anyhow::bail!(
                         "{}: a plugin named {name:?} is already loaded from {}",
                         path.display(),
                         old_path.display()
                     );
                 }
+                // Same watches and no index to rebuild: swap the code under
+                // the running queue.
                 if let Slot::Running(running) = slot
+                    && old_path == path
                     && running.manifest() == plugin.manifest()
+                    && !plugin.manifest().watches().any(|(_, w)| w.indexed)
                 {
                     // Same watches: swap the code under the running queue.
                     running.replace_plugin(plugin);
@@ -298,24 +316,66 @@ impl Host {
 
     /// Loads every `*.wasm` in `dir`; failures are recorded and logged.
     pub async fn load_dir(&self, dir: &Path) -> usize {
-        let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
-            Ok(entries) => entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| is_plugin_file(p))
-                .collect(),
+        self.sync_dir(dir).await
+    }
+
+    /// Brings the loaded plugins in step with `dir`: every plugin file in it
+    /// runs its current content (loaded when new or changed; a file whose
+    /// new content fails keeps its old version running), and plugins whose
+    /// file is gone stop. New versions load before anything stops, so a
+    /// rename, or a ConfigMap volume's `..data` swap, never leaves a plugin
+    /// with no version running. Returns how many files run.
+    ///
+    /// A file is refused (and reported) when it is a symlink leading out of
+    /// `dir`, or not a regular file (a FIFO or device could block a read).
+    pub async fn sync_dir(&self, dir: &Path) -> usize {
+        let scan = match scan_dir(dir) {
+            Ok(scan) => scan,
             Err(e) => {
                 tracing::error!(dir = %dir.display(), error = %e, "cannot read the plugins directory");
                 return 0;
             }
         };
-        files.sort();
-        let mut loaded = 0;
-        for file in files {
-            if self.load_file(&file).await.is_ok() {
-                loaded += 1;
+        let mut running = 0;
+        for (path, found) in &scan {
+            match found {
+                Err(reason) => self.record_error(path, reason.clone()),
+                Ok(digest) => {
+                    if self.is_running(path, digest).await {
+                        running += 1;
+                        continue;
+                    }
+                    match self.load_file(path).await {
+                        Ok(name) => {
+                            running += 1;
+                            tracing::info!(plugin = %name, file = %path.display(), "plugin loaded");
+                        }
+                        // Recorded and logged by `load_file`; an older
+                        // version, if any, keeps running.
+                        Err(_) => {}
+                    }
+                }
             }
         }
-        loaded
+        let present: std::collections::BTreeSet<&Path> =
+            scan.iter().map(|(p, _)| p.as_path()).collect();
+        let gone: Vec<PathBuf> = self
+            .controllers
+            .lock()
+            .await
+            .values()
+            .map(|(p, _)| p.clone())
+            .filter(|p| p.starts_with(dir) && !present.contains(p.as_path()))
+            .collect();
+        for path in gone {
+            tracing::info!(file = %path.display(), "plugin file removed; stopping it");
+            self.unload_file(&path).await;
+        }
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p, _| !p.starts_with(dir) || present.contains(p.as_path()));
+        running
     }
 
     /// True once every loaded plugin runs and its informers have listed (a
@@ -410,6 +470,46 @@ impl Host {
         futures::future::join_all(controllers.into_values().map(|(_, slot)| slot.stop(grace)))
             .await;
     }
+}
+
+/// The plugin files of `dir`, each with the SHA-256 of its content, or why
+/// it is refused.
+fn scan_dir(dir: &Path) -> std::io::Result<Vec<(PathBuf, Result<String, String>)>> {
+    let root = dir.canonicalize()?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| is_plugin_file(p))
+        .collect();
+    files.sort();
+    Ok(files
+        .into_iter()
+        .map(|path| {
+            let found = check_plugin_file(&root, &path);
+            (path, found)
+        })
+        .collect())
+}
+
+/// The digest of a plugin file's content, unless the file must be refused.
+fn check_plugin_file(root: &Path, path: &Path) -> Result<String, String> {
+    let target = path
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve it: {e}"))?;
+    if !target.starts_with(root) {
+        return Err(format!(
+            "it leads to {}, outside the plugins directory; only files inside it are loaded",
+            target.display()
+        ));
+    }
+    let meta = std::fs::metadata(&target).map_err(|e| format!("cannot read it: {e}"))?;
+    if !meta.is_file() {
+        return Err(
+            "not a regular file (a directory, FIFO, socket or device); only regular files are loaded"
+                .into(),
+        );
+    }
+    let bytes = std::fs::read(&target).map_err(|e| format!("cannot read it: {e}"))?;
+    Ok(crate::runtime::hex(&Sha256::digest(&bytes)))
 }
 
 /// A file the host treats as a plugin: `*.wasm`, not hidden (editors and

@@ -66,10 +66,24 @@ impl wasmtime::component::HasData for NoWaitIo {
 /// `wasi:io/poll` that never blocks.
 pub(crate) struct NoWait<'a>(&'a mut ResourceTable);
 
+/// A Tokio context for looking at readiness: WASI's timers are Tokio
+/// sleeps, which need a runtime's timer to exist (never to run: nothing here
+/// waits on it), also when a call runs outside any runtime.
+fn tokio_context() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a Tokio runtime with a timer can be built")
+    })
+}
+
 impl NoWait<'_> {
     /// Whether `pollable` is ready now. A timer already due yields once
     /// before it reports ready, hence two looks.
     fn ready_now(&mut self, rep: u32) -> wasmtime::Result<bool> {
+        let _context = tokio_context().enter();
         for _ in 0..2 {
             let ready = async_poll::HostPollable::ready(&mut *self.0, Resource::new_borrow(rep))
                 .now_or_never()
