@@ -143,9 +143,18 @@ impl Host {
     /// that fails leaves any running version in place; the error is kept
     /// for `/plugins` and returned.
     pub async fn load_file(&self, path: &Path) -> anyhow::Result<String> {
+        self.load_file_with(path, None).await
+    }
+
+    /// [`Host::load_file`] for an instance with these settings (the text of
+    /// a JSON object, which the plugin reads through its `instance` import).
+    pub async fn load_file_with(&self, path: &Path, settings: Option<String>) -> anyhow::Result<String> {
         let runtime = self.runtime.clone();
         let file = path.to_path_buf();
-        let loaded = tokio::task::spawn_blocking(move || runtime.load_file(&file)).await?;
+        let loaded = tokio::task::spawn_blocking(move || {
+            runtime.load_file_with(&file, settings.as_deref())
+        })
+        .await?;
         let plugin = match loaded {
             Ok(plugin) => plugin,
             Err(e) => {
@@ -228,10 +237,24 @@ impl Host {
                 Ok(controller) => Slot::Running(controller),
                 Err(e) => self.wait(path, plugin, e),
             };
-        self.controllers
-            .lock()
-            .await
-            .insert(name.clone(), (path.to_path_buf(), slot));
+        // The file may have held another plugin before (its content now
+        // names a different one): that one stops once this one runs.
+        let replaced: Vec<(PathBuf, Slot)> = {
+            let mut controllers = self.controllers.lock().await;
+            controllers.insert(name.clone(), (path.to_path_buf(), slot));
+            let others: Vec<String> = controllers
+                .iter()
+                .filter(|(n, (p, _))| **n != name && p == path)
+                .map(|(n, _)| n.clone())
+                .collect();
+            others
+                .into_iter()
+                .filter_map(|n| controllers.remove(&n))
+                .collect()
+        };
+        for (_, old) in replaced {
+            old.stop(self.grace).await;
+        }
         Ok(name)
     }
 
