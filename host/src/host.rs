@@ -487,9 +487,18 @@ impl Host {
     /// Stops every controller: no new work, in-flight reconciles get the
     /// grace period.
     pub async fn shutdown(&self) {
+        self.shutdown_within(self.grace).await;
+    }
+
+    /// Stops every controller at once, abandoning reconciles in flight: for
+    /// a leader that lost its lease, which must not write any more.
+    pub async fn abandon(&self) {
+        self.shutdown_within(Duration::ZERO).await;
+    }
+
+    async fn shutdown_within(&self, grace: Duration) {
         let _changing = self.changing.lock().await;
         let controllers = std::mem::take(&mut *self.controllers.lock().await);
-        let grace = self.grace;
         futures::future::join_all(controllers.into_values().map(|(_, slot)| slot.stop(grace)))
             .await;
     }

@@ -61,6 +61,8 @@ fn injected_namespaces_and_names_are_refused_everywhere() {
         ("delete-namespace", "namespace"),
         ("delete-name", "name"),
         ("apply-namespace", "namespace"),
+        ("replace-name", "name"),
+        ("status-namespace", "namespace"),
         ("patch-namespace", "namespace"),
         ("subresource-name", "subresource"),
         ("event-namespace", "namespace"),
