@@ -21,14 +21,17 @@
 //! Its only clock is `Request::now`; each outcome asks to be called again
 //! when the next thing falls due.
 //!
-//! Files: `reconcile.rs` (one node's reconcile), `pod.rs` (one pod's sync),
+//! Files: `reconcile.rs` (one node's reconcile), `pod.rs` (one pod's sync,
+//! with `conditions.rs` and `events.rs`),
 //! `timeline.rs` (exits and restarts), `termination.rs` (grace periods),
 //! `taints.rs` (eviction), `summary.rs` (the index entries), `node_status.rs`
 //! and `lease.rs` (the node's own reports), and the small helpers
 //! `network.rs`, `qos.rs`, `quantity.rs`, `duration.rs`, `ids.rs`,
 //! `status.rs`, `view.rs` and `settings.rs`.
 
+mod conditions;
 mod duration;
+mod events;
 mod ids;
 mod lease;
 mod network;

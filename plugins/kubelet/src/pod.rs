@@ -15,12 +15,14 @@ use std::borrow::Cow;
 
 use windlass_sdk::{Event, ObjectRef, Time};
 
+use crate::conditions::conditions;
+use crate::events::{events, killing};
+
 use crate::duration;
 use crate::ids;
 use crate::qos;
 use crate::status::{
-    Cond, Condition, ContainerState, ContainerStatus, Running, Status, Terminated, Waiting,
-    classify, type_of,
+    Cond, ContainerState, ContainerStatus, Running, Status, Terminated, Waiting, classify,
 };
 use crate::termination::Deletion;
 use crate::timeline::{Exit, RestartPolicy, Script, State, Timeline, backoff, whole_seconds};
@@ -474,201 +476,6 @@ fn from_status(s: &ContainerStatus<'_>) -> Option<Timeline> {
         });
     }
     None
-}
-
-/// The pod's conditions: other components' as they are, then the kubelet's
-/// (`generateAPIPodStatus`), each keeping its `lastTransitionTime` while its
-/// status stays the same.
-fn conditions<'a>(
-    stored: &Status<'a>,
-    pod: &Pod<'a>,
-    phase: &str,
-    statuses: &[&ContainerStatus<'_>],
-    now: Time,
-) -> Vec<Cond<'a>> {
-    let terminal = matches!(phase, "Succeeded" | "Failed");
-    let completed = phase == "Succeeded";
-    let unready: Vec<&str> = statuses
-        .iter()
-        .filter(|s| !s.ready)
-        .map(|s| &*s.name)
-        .collect();
-    let containers_ready: (bool, Option<&str>, Option<String>) = match phase {
-        "Succeeded" => (false, Some("PodCompleted"), None),
-        "Failed" => (false, Some("PodFailed"), None),
-        _ if !unready.is_empty() => (
-            false,
-            Some("ContainersNotReady"),
-            Some(format!(
-                "containers with unready status: [{}]",
-                unready.join(" ")
-            )),
-        ),
-        _ => (true, None, None),
-    };
-    let ready = if containers_ready.0 {
-        readiness_gates(stored, pod)
-    } else {
-        containers_ready.clone()
-    };
-    let mut out: Vec<Cond<'a>> = stored
-        .conditions
-        .iter()
-        .filter(|c| matches!(c, Cond::Other(_)))
-        .cloned()
-        .collect();
-    let now = whole_seconds(now).to_rfc3339();
-    let mut own =
-        |type_: &'static str, (status, reason, message): (bool, Option<&str>, Option<String>)| {
-            let status = if status { "True" } else { "False" };
-            let since = stored
-                .condition(type_)
-                .filter(|c| c.status == status)
-                .and_then(|c| c.last_transition_time.clone())
-                .unwrap_or_else(|| Cow::Owned(now.clone()));
-            out.push(Cond::Own(Condition {
-                type_: Cow::Borrowed(type_),
-                status: Cow::Borrowed(status),
-                last_transition_time: Some(since),
-                reason: reason.map(|r| Cow::Owned(r.to_owned())),
-                message: message.map(Cow::Owned),
-            }));
-        };
-    own("PodReadyToStartContainers", (!terminal, None, None));
-    own(
-        "Initialized",
-        (true, completed.then_some("PodCompleted"), None),
-    );
-    own("Ready", ready);
-    own("ContainersReady", containers_ready);
-    own("PodScheduled", (true, None, None));
-    out
-}
-
-/// `Ready` when the containers are: true unless a readiness gate is not.
-fn readiness_gates(
-    stored: &Status<'_>,
-    pod: &Pod<'_>,
-) -> (bool, Option<&'static str>, Option<String>) {
-    let mut unready = Vec::new();
-    for gate in &pod.spec.readiness_gates {
-        let found = stored
-            .conditions
-            .iter()
-            .find(|c| type_of(c).is_some_and(|t| t == gate.condition_type));
-        let status = found.map(|c| match c {
-            Cond::Own(c) => c.status.to_string(),
-            Cond::Other(raw) => classify_status(raw.get()).unwrap_or_default(),
-        });
-        match status.as_deref() {
-            None => unready.push(format!(
-                "corresponding condition of pod readiness gate {:?} does not exist.",
-                &*gate.condition_type
-            )),
-            Some("True") => {}
-            Some(s) => unready.push(format!(
-                "the status of pod readiness gate {:?} is not \"True\", but {s}",
-                &*gate.condition_type
-            )),
-        }
-    }
-    if unready.is_empty() {
-        (true, None, None)
-    } else {
-        (
-            false,
-            Some("ReadinessGatesNotReady"),
-            Some(unready.join(", ")),
-        )
-    }
-}
-
-/// The `status` of a condition given as JSON text.
-fn classify_status(raw: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct S<'a> {
-        #[serde(borrow)]
-        status: Str<'a>,
-    }
-    serde_json::from_str::<S<'_>>(raw)
-        .ok()
-        .map(|s| s.status.into_owned())
-}
-
-/// Kubelet's events for what changed between `old` and `new`.
-fn events(old: &Status<'_>, new: &Status<'_>, pod: &Pod<'_>, start_events: bool) -> Vec<Event> {
-    let regarding = pod_ref(pod);
-    let mut out = Vec::new();
-    let previous = |name: &str| {
-        old.init_container_statuses
-            .iter()
-            .chain(&old.container_statuses)
-            .find(|s| s.name == name)
-    };
-    let specs = pod.spec.init_containers.iter().chain(&pod.spec.containers);
-    for (s, spec) in new
-        .init_container_statuses
-        .iter()
-        .chain(&new.container_statuses)
-        .zip(specs)
-    {
-        let was = previous(&s.name);
-        let new_run = was.is_none_or(|w| w.container_id != s.container_id);
-        if start_events && new_run {
-            let image = spec.image.as_deref().unwrap_or_default();
-            for (reason, message) in [
-                (
-                    "Pulled",
-                    format!("Container image {image:?} already present on machine"),
-                ),
-                ("Created", format!("Created container {}", s.name)),
-                ("Started", format!("Started container {}", s.name)),
-            ] {
-                out.push(Event::normal(reason, message).regarding(regarding.clone()));
-            }
-        }
-        let backing_off = s.state.waiting.is_some();
-        let newly =
-            was.is_none_or(|w| w.state.waiting.is_none() || w.restart_count != s.restart_count);
-        if backing_off && newly {
-            out.push(
-                Event::warning(
-                    "BackOff",
-                    format!(
-                        "Back-off restarting failed container {} in pod {}_{}({})",
-                        s.name,
-                        pod.metadata.name,
-                        pod.metadata.namespace.as_deref().unwrap_or_default(),
-                        pod.metadata.uid.as_deref().unwrap_or_default(),
-                    ),
-                )
-                .regarding(regarding.clone()),
-            );
-        }
-        if pod.metadata.deletion_timestamp.is_some()
-            && s.state.running.is_some()
-            && was.is_some_and(|w| w.ready && w.state.running.is_some())
-        {
-            out.push(killing_event(&s.name, &regarding));
-        }
-    }
-    out
-}
-
-/// `Killing` for every container that was running and ready when the pod
-/// is removed without a terminating status having been written.
-fn killing(old: &Status<'_>, pod: &Pod<'_>) -> Vec<Event> {
-    let regarding = pod_ref(pod);
-    old.init_container_statuses
-        .iter()
-        .chain(&old.container_statuses)
-        .filter(|s| s.ready && s.state.running.is_some())
-        .map(|s| killing_event(&s.name, &regarding))
-        .collect()
-}
-
-fn killing_event(container: &str, regarding: &ObjectRef) -> Event {
-    Event::normal("Killing", format!("Stopping container {container}")).regarding(regarding.clone())
 }
 
 /// A reference to the pod, for events about it.

@@ -21,6 +21,7 @@ use crate::network::{self, Allocator, Cidr};
 use crate::node_status;
 use crate::pod::{self, Place, earliest, pod_ref};
 use crate::settings::Settings;
+use crate::status::Cond;
 use crate::summary::Summary;
 use crate::taints::{self, Verdict};
 use crate::view::{Node, Pod, Taint};
@@ -208,8 +209,12 @@ impl Pods<'_> {
             let sync = pod::sync(&pod, self.now, &place);
             *due = earliest(*due, sync.due);
             if let Some(status) = &sync.status {
+                let shared = status
+                    .conditions
+                    .iter()
+                    .any(|c| matches!(c, Cond::Other(_)));
                 out.writes
-                    .push(status_patch(&pod, serde_json::to_value(status)?));
+                    .push(status_patch(&pod, serde_json::to_value(status)?, shared));
             }
             if sync.remove {
                 let mut options = DeleteOptions::new().grace_period_seconds(0);
@@ -253,7 +258,7 @@ impl Pods<'_> {
             c["lastTransitionTime"] = json!(self.now.to_rfc3339());
             conditions.push(c);
             out.writes
-                .push(status_patch(pod, json!({ "conditions": conditions })));
+                .push(status_patch(pod, json!({ "conditions": conditions }), true));
         }
         let mut options = DeleteOptions::new();
         if let Some(uid) = pod.metadata.uid.as_deref() {
@@ -276,12 +281,16 @@ impl Pods<'_> {
     }
 }
 
-/// A merge patch of the pod's status, conditional on the pod being as it
-/// was read: lists (conditions, container statuses) are replaced whole, so
-/// a concurrent change must not be overwritten.
-fn status_patch(pod: &Pod<'_>, status: Value) -> Write {
+/// A merge patch of the pod's status. Lists (conditions, container
+/// statuses) are replaced whole: when the conditions include another
+/// component's, the patch applies only if the pod is still as read (its
+/// `resourceVersion`), so that a condition added meanwhile is not lost.
+/// Otherwise it is unconditional: everything in it is the kubelet's, and a
+/// patch computed from a cache that has not yet seen the kubelet's previous
+/// write repeats it harmlessly instead of failing the node's other writes.
+fn status_patch(pod: &Pod<'_>, status: Value, shared: bool) -> Write {
     let mut patch = Map::new();
-    if let Some(rv) = pod.metadata.resource_version.as_deref() {
+    if shared && let Some(rv) = pod.metadata.resource_version.as_deref() {
         patch.insert("metadata".into(), json!({ "resourceVersion": rv }));
     }
     patch.insert("status".into(), status);

@@ -13,8 +13,8 @@ fn a_bound_pod_becomes_running_with_conditions_ip_and_statuses() {
     assert_eq!(patches.len(), 1);
     let (name, patch) = patches[0];
     assert_eq!(name, "web-1");
-    // Conditional on the pod being as read.
-    assert_eq!(patch["metadata"]["resourceVersion"], "7");
+    // All the kubelet's own: written unconditionally.
+    assert!(patch.get("metadata").is_none());
 
     let s = status(&h, "web-1");
     assert_eq!(s["phase"], "Running");
@@ -201,8 +201,15 @@ fn readiness_gates_hold_ready_back() {
     let mut cs = s["conditions"].as_array().unwrap().clone();
     cs.insert(0, json!({"type": "example.com/lb", "status": "True"}));
     p.set("status.conditions", json!(cs));
+    let rv = p.resource_version().unwrap().to_owned();
     h.insert(p);
-    step(&mut h, 1);
+    let out = step(&mut h, 1);
+    // With another component's condition in the list, the patch applies
+    // only to the pod as read.
+    assert_eq!(
+        pod_patches(&out)[0].1["metadata"]["resourceVersion"],
+        json!(rv)
+    );
     let s = status(&h, "web-1");
     assert_eq!(
         conditions(&s)[..4],
