@@ -35,6 +35,8 @@ pub(crate) struct Place<'p> {
     pub host_ip: &'p str,
     /// The address the pod gets if its status has none yet.
     pub pod_ip: Option<&'p str>,
+    /// Record events at all (not when only checking a status, in `index`).
+    pub record: bool,
     /// Record `Pulled`, `Created` and `Started` for every container start.
     pub start_events: bool,
 }
@@ -94,7 +96,9 @@ pub(crate) fn sync<'a>(pod: &'a Pod<'a>, now: Time, place: &Place<'_>) -> Sync<'
                     run.finish();
                     sync.status = Some(run.status(&stored, now, place, true));
                 }
-                sync.events = killing(&stored, pod);
+                if place.record {
+                    sync.events = killing(&stored, pod);
+                }
                 return sync;
             }
             sync.due = Some(run.next_stop(&d, now));
@@ -102,7 +106,9 @@ pub(crate) fn sync<'a>(pod: &'a Pod<'a>, now: Time, place: &Place<'_>) -> Sync<'
     }
     let status = run.status(&stored, now, place, false);
     if status != stored {
-        sync.events = events(&stored, &status, pod, place.start_events);
+        if place.record {
+            sync.events = events(&stored, &status, pod, place.start_events);
+        }
         sync.status = Some(status);
     }
     sync
@@ -229,46 +235,9 @@ impl<'a> Run<'a> {
         let mut init = Vec::with_capacity(pod.spec.init_containers.len());
         let mut sidecars_running = 0;
         for c in &pod.spec.init_containers {
-            let tl = if c.restart_policy.as_deref() == Some("Always") {
-                let sidecar = stored
-                    .init_container_statuses
-                    .iter()
-                    .find(|s| s.name == c.name)
-                    .and_then(from_status)
-                    .filter(Timeline::is_running)
-                    .unwrap_or_else(|| Timeline::start(self.t0));
-                match ended {
-                    // Sidecars are stopped once the main containers are done.
-                    Some(at) => Timeline {
-                        state: State::Done(Exit {
-                            code: 0,
-                            started: self.t0,
-                            finished: at,
-                            run: sidecar.restarts,
-                            killed: false,
-                        }),
-                        ..sidecar
-                    },
-                    None => {
-                        sidecars_running += 1;
-                        sidecar
-                    }
-                }
-            } else {
-                Timeline {
-                    state: State::Done(Exit {
-                        code: 0,
-                        started: self.t0,
-                        finished: self.t0,
-                        run: 0,
-                        killed: false,
-                    }),
-                    restarts: 0,
-                    last: None,
-                }
-            };
-            let regular = c.restart_policy.as_deref() != Some("Always");
-            init.push(self.container_status(c, &tl, uid, regular));
+            let tl = self.init_timeline(c, stored, ended);
+            sidecars_running += usize::from(tl.is_running());
+            init.push(self.container_status(c, &tl, uid, !is_sidecar(c)));
         }
         let containers: Vec<ContainerStatus<'a>> = pod
             .spec
@@ -299,7 +268,7 @@ impl<'a> Run<'a> {
         let statuses: Vec<&ContainerStatus<'_>> = init
             .iter()
             .zip(&pod.spec.init_containers)
-            .filter(|(_, c)| c.restart_policy.as_deref() == Some("Always"))
+            .filter(|(_, c)| is_sidecar(c))
             .map(|(s, _)| s)
             .chain(&containers)
             .collect();
@@ -319,6 +288,48 @@ impl<'a> Run<'a> {
             init_container_statuses: init,
             container_statuses: containers,
             qos_class: Some(Cow::Borrowed(qos::class(&pod.spec))),
+        }
+    }
+
+    /// An init container's timeline. A regular one completed at the pod's
+    /// start, with no time taken; a sidecar runs from then until the main
+    /// containers have all ended (`ended`), when it is stopped too.
+    fn init_timeline(
+        &self,
+        c: &Container<'_>,
+        stored: &Status<'_>,
+        ended: Option<Time>,
+    ) -> Timeline {
+        let exit = |finished| Exit {
+            code: 0,
+            started: self.t0,
+            finished,
+            run: 0,
+            killed: false,
+        };
+        if !is_sidecar(c) {
+            return Timeline {
+                state: State::Done(exit(self.t0)),
+                restarts: 0,
+                last: None,
+            };
+        }
+        let sidecar = stored
+            .init_container_statuses
+            .iter()
+            .find(|s| s.name == c.name)
+            .and_then(from_status)
+            .filter(Timeline::is_running)
+            .unwrap_or_else(|| Timeline::start(self.t0));
+        match ended {
+            Some(at) => Timeline {
+                state: State::Done(Exit {
+                    run: sidecar.restarts,
+                    ..exit(at)
+                }),
+                ..sidecar
+            },
+            None => sidecar,
         }
     }
 
@@ -436,6 +447,12 @@ impl<'a> Run<'a> {
             started: Some(started),
         }
     }
+}
+
+/// An init container with `restartPolicy: Always`: a sidecar, which keeps
+/// running beside the main containers.
+fn is_sidecar(c: &Container<'_>) -> bool {
+    c.restart_policy.as_deref() == Some("Always")
 }
 
 /// A container's timeline from its stored status, if that is one a

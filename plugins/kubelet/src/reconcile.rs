@@ -112,27 +112,7 @@ struct PodWrites {
 
 impl Pods<'_> {
     fn sync(&self, cidr: Cidr, attempt: u32, due: &mut Option<Time>) -> Result<PodWrites, Error> {
-        let kind = KindRef::new("v1", "Pod");
-        let entries = cache::lookup(&kind, self.node)?;
-        let (mut summaries, mut objects): (Vec<Summary>, Vec<Option<Object>>) = match entries
-            .iter()
-            .map(|e| Summary::decode(e))
-            .collect::<Option<Vec<_>>>()
-        {
-            Some(s) => {
-                let n = s.len();
-                (s, vec![None; n])
-            }
-            None => {
-                // Filed by another version of this plugin: read them all.
-                let objects = cache::lookup_objects(&kind, self.node)?;
-                let summaries = objects
-                    .iter()
-                    .map(|o| o.deserialize::<Pod<'_>>().map(|p| Summary::of(&p)))
-                    .collect::<Result<_, _>>()?;
-                (summaries, objects.into_iter().map(Some).collect())
-            }
-        };
+        let (mut summaries, mut objects) = self.entries()?;
         let mut ips = Allocator::new(cidr);
         for s in summaries.iter().filter(|s| !s.ended) {
             if let Some(ip) = s.ip {
@@ -154,17 +134,10 @@ impl Pods<'_> {
                 *due = earliest(*due, summary.due);
                 continue;
             }
-            let object = match object {
-                Some(o) => o,
-                None => match cache::get(&ObjectRef::new(
-                    "v1",
-                    "Pod",
-                    &*summary.namespace,
-                    &*summary.name,
-                ))? {
-                    Some(o) => o,
-                    None => continue,
-                },
+            let Some(object) =
+                object.map_or_else(|| cache::get(&summary.pod_ref()), |o| Ok(Some(o)))?
+            else {
+                continue;
             };
             let pod: Pod<'_> = match object.deserialize() {
                 Ok(p) => p,
@@ -191,44 +164,80 @@ impl Pods<'_> {
                     Verdict::Stays => {}
                 }
             }
-            let settings = match &settings {
-                Some(s) => *s,
+            let settings = match settings {
+                Some(s) => s,
                 None => *settings.insert(Settings::get()?),
             };
-            let ended = matches!(pod.status.phase.as_deref(), Some("Succeeded" | "Failed"));
-            let ip = (pod.status.pod_ip.is_none() && pod.spec.host_network != Some(true) && !ended)
-                .then(|| {
-                    let key = pod.metadata.uid.as_deref().unwrap_or(&pod.metadata.name);
-                    ips.take(key).to_string()
-                });
-            let place = Place {
-                host_ip: self.host_ip,
-                pod_ip: ip.as_deref(),
-                start_events: settings.container_start_events,
-            };
-            let sync = pod::sync(&pod, self.now, &place);
-            *due = earliest(*due, sync.due);
-            if let Some(status) = &sync.status {
-                let shared = status
-                    .conditions
-                    .iter()
-                    .any(|c| matches!(c, Cond::Other(_)));
-                out.writes
-                    .push(status_patch(&pod, serde_json::to_value(status)?, shared));
-            }
-            if sync.remove {
-                let mut options = DeleteOptions::new().grace_period_seconds(0);
-                if let Some(uid) = pod.metadata.uid.as_deref() {
-                    options = options.uid(uid);
-                }
-                out.writes.push(Write::Delete {
-                    target: pod_ref(&pod),
-                    options,
-                });
-            }
-            out.events.extend(sync.events);
+            self.sync_pod(&pod, &mut ips, settings, &mut out, due)?;
         }
         Ok(out)
+    }
+
+    /// The summaries of the node's pods; with the pods themselves when the
+    /// summaries were filed by another version of this plugin and cannot
+    /// be read (then every pod is read).
+    fn entries(&self) -> Result<(Vec<Summary>, Vec<Option<Object>>), Error> {
+        let kind = KindRef::new("v1", "Pod");
+        let entries = cache::lookup(&kind, self.node)?;
+        if let Some(summaries) = entries
+            .iter()
+            .map(|e| Summary::decode(e))
+            .collect::<Option<Vec<_>>>()
+        {
+            let n = summaries.len();
+            return Ok((summaries, vec![None; n]));
+        }
+        let objects = cache::lookup_objects(&kind, self.node)?;
+        let summaries = objects
+            .iter()
+            .map(|o| o.deserialize::<Pod<'_>>().map(|p| Summary::of(&p)))
+            .collect::<Result<_, _>>()?;
+        Ok((summaries, objects.into_iter().map(Some).collect()))
+    }
+
+    /// Syncs one pod (see `pod.rs`) and adds its writes and events.
+    fn sync_pod(
+        &self,
+        pod: &Pod<'_>,
+        ips: &mut Allocator,
+        settings: Settings,
+        out: &mut PodWrites,
+        due: &mut Option<Time>,
+    ) -> Result<(), Error> {
+        let ended = matches!(pod.status.phase.as_deref(), Some("Succeeded" | "Failed"));
+        let ip = (pod.status.pod_ip.is_none() && pod.spec.host_network != Some(true) && !ended)
+            .then(|| {
+                let key = pod.metadata.uid.as_deref().unwrap_or(&pod.metadata.name);
+                ips.take(key).to_string()
+            });
+        let place = Place {
+            host_ip: self.host_ip,
+            pod_ip: ip.as_deref(),
+            record: true,
+            start_events: settings.container_start_events,
+        };
+        let sync = pod::sync(pod, self.now, &place);
+        *due = earliest(*due, sync.due);
+        if let Some(status) = &sync.status {
+            let shared = status
+                .conditions
+                .iter()
+                .any(|c| matches!(c, Cond::Other(_)));
+            out.writes
+                .push(status_patch(pod, serde_json::to_value(status)?, shared));
+        }
+        if sync.remove {
+            let mut options = DeleteOptions::new().grace_period_seconds(0);
+            if let Some(uid) = pod.metadata.uid.as_deref() {
+                options = options.uid(uid);
+            }
+            out.writes.push(Write::Delete {
+                target: pod_ref(pod),
+                options,
+            });
+        }
+        out.events.extend(sync.events);
+        Ok(())
     }
 
     /// Evicts a pod as the taint eviction controller does: a

@@ -9,7 +9,7 @@
 //! itself (which covers the `exit-after` annotation and grace periods),
 //! whether it is being deleted, and the IP it holds.
 
-use windlass_sdk::Time;
+use windlass_sdk::{ObjectRef, Time};
 
 use crate::network::Ipv4;
 use crate::pod::{self, Place};
@@ -51,6 +51,7 @@ impl Summary {
             let place = Place {
                 host_ip: s.host_ip.as_deref().unwrap_or_default(),
                 pod_ip: None,
+                record: false,
                 start_events: false,
             };
             let sync = pod::sync(pod, at, &place);
@@ -77,6 +78,11 @@ impl Summary {
                 .filter(|_| !host_network),
             due,
         }
+    }
+
+    /// The pod this summarises.
+    pub(crate) fn pod_ref(&self) -> ObjectRef {
+        ObjectRef::new("v1", "Pod", &*self.namespace, &*self.name)
     }
 
     /// Whether the node's reconcile must read the pod at `now`.
