@@ -114,18 +114,18 @@ impl Controller for Kubelet {
     /// (see `summary.rs`); a Lease under its name, always the same, so that
     /// renewals do not wake anything.
     fn index(object: &Object) -> Option<IndexEntry> {
-        let r: Routing<'_> = object.deserialize().ok()?;
-        match &*r.kind {
+        // One pass over the text: a Lease reads as a pod without a node.
+        let o: Pod<'_> = object.deserialize().ok()?;
+        match &*o.kind {
             "Pod" => {
-                let node = r.spec.node_name.filter(|n| !n.is_empty())?;
-                let pod: Pod<'_> = object.deserialize().ok()?;
+                let node = o.spec.node_name.as_deref().filter(|n| !n.is_empty())?;
                 Some(
                     IndexEntry::new()
                         .key(node)
-                        .summary(Summary::of(&pod).encode()),
+                        .summary(Summary::of(&o).encode()),
                 )
             }
-            "Lease" => Some(IndexEntry::new().key(r.metadata.name)),
+            "Lease" => Some(IndexEntry::new().key(&*o.metadata.name)),
             _ => None,
         }
     }

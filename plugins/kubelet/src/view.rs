@@ -29,6 +29,8 @@ where
 /// A pod, as the kubelet sees it.
 #[derive(Deserialize, Default)]
 pub(crate) struct Pod<'a> {
+    #[serde(borrow, default)]
+    pub kind: Str<'a>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     pub metadata: PodMeta<'a>,
     #[serde(borrow, default, deserialize_with = "nullable")]
