@@ -1,0 +1,199 @@
+//! Pod templates: which ReplicaSet runs the Deployment's template, and the
+//! `pod-template-hash` that names a new one.
+//!
+//! Upstream compares templates with a semantic deep equality that ignores
+//! the hash label and treats null, empty and absent alike, and names the
+//! ReplicaSet after an FNV-32a hash of the template (plus
+//! `status.collisionCount` once a hash has collided). Here the hash is
+//! FNV-32a over a canonical JSON form of the template (keys sorted, null and
+//! empty values and the hash label left out), so it is the same for the
+//! same template on every reconcile and every host, whatever order the
+//! fields arrive in; it is encoded the way upstream encodes its hashes.
+
+use serde_json::Value;
+
+use crate::model::TEMPLATE_HASH;
+
+/// Whether two pod templates are the same but for the hash label
+/// (`EqualIgnoreHash`).
+pub(crate) fn equal_ignore_hash(a: &Value, b: &Value) -> bool {
+    same(&without_hash(a), &without_hash(b))
+}
+
+/// The `pod-template-hash` of a template for `collision_count`
+/// (`ComputeHash`).
+pub(crate) fn hash(template: &Value, collision_count: Option<i64>) -> String {
+    let mut text = String::new();
+    canonical(&without_hash(template), &mut text);
+    let mut h = Fnv32a::new();
+    h.write(text.as_bytes());
+    if let Some(c) = collision_count {
+        // As upstream: the count as 4 little-endian bytes.
+        h.write(&(c as u32).to_le_bytes());
+    }
+    safe_encode(&h.0.to_string())
+}
+
+/// The template without the hash label.
+fn without_hash(template: &Value) -> Value {
+    let mut t = template.clone();
+    if let Some(labels) = t
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("labels"))
+        .and_then(Value::as_object_mut)
+    {
+        labels.remove(TEMPLATE_HASH);
+    }
+    t
+}
+
+/// Null, `{}` and `[]` mean the same as absent.
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+/// Semantic equality: empty values equal absent ones, numbers compare by
+/// value.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            const NULL: Value = Value::Null;
+            x.iter().all(|(k, v)| same(v, y.get(k).unwrap_or(&NULL)))
+                && y.iter().all(|(k, v)| x.contains_key(k) || is_empty(v))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        _ if is_empty(a) && is_empty(b) => true,
+        _ => a == b,
+    }
+}
+
+/// Canonical JSON: object keys sorted, empty values left out.
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().filter(|k| !is_empty(&m[*k])).collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&m[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// 32-bit FNV-1a.
+struct Fnv32a(u32);
+
+impl Fnv32a {
+    fn new() -> Self {
+        Self(0x811c_9dc5)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u32::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0193);
+        }
+    }
+}
+
+/// Upstream's `rand.SafeEncodeString`: each character mapped into an
+/// alphabet without vowels or look-alikes, so a name never spells a word.
+fn safe_encode(s: &str) -> String {
+    const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    s.bytes()
+        .map(|b| ALPHANUMS[usize::from(b) % ALPHANUMS.len()] as char)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn template() -> Value {
+        json!({
+            "metadata": {"labels": {"app": "web"}, "creationTimestamp": null},
+            "spec": {"containers": [{"name": "c", "image": "nginx:1", "ports": [], "resources": {}}]}
+        })
+    }
+
+    #[test]
+    fn equality_ignores_the_hash_label_and_empty_values() {
+        let a = template();
+        let mut b = json!({
+            "spec": {"containers": [{"image": "nginx:1", "name": "c"}]},
+            "metadata": {"labels": {"app": "web", "pod-template-hash": "xyz"}}
+        });
+        assert!(equal_ignore_hash(&a, &b));
+        b["spec"]["containers"][0]["image"] = json!("nginx:2");
+        assert!(!equal_ignore_hash(&a, &b));
+        let mut c = template();
+        c["metadata"]["labels"]["tier"] = json!("front");
+        assert!(!equal_ignore_hash(&a, &c));
+        let mut d = template();
+        d["spec"]["terminationGracePeriodSeconds"] = json!(30);
+        assert!(!equal_ignore_hash(&a, &d));
+    }
+
+    #[test]
+    fn hash_is_stable_and_follows_the_template() {
+        let a = template();
+        // The same template in another order and with empty fields dropped.
+        let b = json!({
+            "spec": {"containers": [{"image": "nginx:1", "name": "c"}]},
+            "metadata": {"labels": {"pod-template-hash": "old", "app": "web"}}
+        });
+        let h = hash(&a, None);
+        assert_eq!(h, hash(&b, None));
+        assert_eq!(h, hash(&a, None));
+        // Upstream's encoding of a decimal u32: up to ten characters of 4-9, b, c, d, f.
+        assert!((1..=10).contains(&h.len()));
+        assert!(h.chars().all(|c| "456789bcdf".contains(c)), "{h}");
+        let mut other = template();
+        other["spec"]["containers"][0]["image"] = json!("nginx:2");
+        assert_ne!(hash(&other, None), h);
+        // A collision count makes a different name, and each count another.
+        assert_ne!(hash(&a, Some(0)), h);
+        assert_ne!(hash(&a, Some(1)), hash(&a, Some(0)));
+    }
+
+    #[test]
+    fn fnv_matches_the_reference_values() {
+        let mut h = Fnv32a::new();
+        h.write(b"");
+        assert_eq!(h.0, 0x811c_9dc5);
+        let mut h = Fnv32a::new();
+        h.write(b"a");
+        assert_eq!(h.0, 0xe40c_292c);
+        let mut h = Fnv32a::new();
+        h.write(b"foobar");
+        assert_eq!(h.0, 0xbf9c_f968);
+    }
+}
