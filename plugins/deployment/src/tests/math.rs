@@ -294,3 +294,39 @@ fn saturated_new_replica_set_scales_old_ones_to_zero() {
     assert_eq!(sizes, [0, 3]);
     assert_eq!(events, ["Scaled down replica set old to 0 from 1"]);
 }
+
+/// One step of a rolling update from a given state (upstream's
+/// `reconcileNewReplicaSet` and `reconcileOldReplicaSets` cases).
+#[test]
+fn rolling_steps() {
+    // The new ReplicaSet runs the Deployment's template (image "i").
+    let new = |replicas, available| {
+        let mut r = rs("i", replicas, Some(13), available, 9);
+        r.name = "web-new".into();
+        r
+    };
+    let old = |replicas, available| rs("old", replicas, Some(13), available, 0);
+    // (what, old, new (None: not created yet), sizes after: old, new)
+    let table = [
+        ("first step: surge up, and down by what may be unavailable", old(10, 10), None, (8, 3)),
+        ("new pods unavailable: nothing more may go", old(8, 8), Some(new(5, 0)), (8, 5)),
+        (
+            "an unhealthy old pod is kept while new ones are unavailable",
+            old(8, 7),
+            Some(new(5, 0)),
+            (8, 5),
+        ),
+        ("new pods available: unhealthy old pods go first, then more", old(8, 7), Some(new(5, 5)), (3, 5)),
+        ("room under the surge: the new one grows first", old(8, 8), Some(new(3, 0)), (8, 5)),
+        ("done: the new one holds everything", old(0, 0), Some(new(10, 10)), (0, 10)),
+    ];
+    for (what, old, new, want) in table {
+        let d = dep(10, Some((json!(3), json!(2))));
+        let lookup = |_: &str| Ok(None);
+        let rss: Vec<ReplicaSet> = std::iter::once(old).chain(new).collect();
+        let mut plan = Plan::new(&d, rss, t0(), None, &lookup);
+        assert!(plan.rollout_rolling().is_ok(), "{what}");
+        let sizes = (plan.rss[0].replicas, plan.rss[1].replicas);
+        assert_eq!(sizes, want, "{what}");
+    }
+}
