@@ -43,6 +43,8 @@ pub(crate) struct Plan<'a> {
     pub revision: Option<String>,
     /// The owned ReplicaSets, oldest first, then any this reconcile creates.
     pub rss: Vec<ReplicaSet>,
+    /// Which of `rss` runs the Deployment's template, once looked for.
+    pub found_new: Option<Option<usize>>,
     pub ops: Vec<Op>,
     pub events: Vec<Event>,
     pub requeue: Option<Duration>,
@@ -89,6 +91,7 @@ impl<'a> Plan<'a> {
             new_status: None,
             revision: None,
             rss,
+            found_new: None,
             ops: Vec::new(),
             events: Vec::new(),
             requeue: None,

@@ -110,11 +110,13 @@ impl Plan<'_> {
 
     /// The ReplicaSet running the Deployment's template: the oldest one
     /// whose template is the same but for the hash (`FindNewReplicaSet`).
-    pub fn find_new(&self) -> Option<usize> {
+    pub fn find_new(&mut self) -> Option<usize> {
         let d = self.d;
-        self.rss
-            .iter()
-            .position(|rs| equal_ignore_hash(&rs.template, &d.template))
+        *self.found_new.get_or_insert_with(|| {
+            self.rss
+                .iter()
+                .position(|rs| equal_ignore_hash(&rs.template, &d.template))
+        })
     }
 
     /// The new ReplicaSet (created if `create` and absent), with the
@@ -166,8 +168,10 @@ impl Plan<'_> {
             {
                 // Ours, and the template's: created before, not yet listed.
                 self.rss.push(found);
+                let i = self.rss.len() - 1;
+                self.found_new = Some(Some(i));
                 self.set_deployment_revision(new_revision.to_string());
-                return Ok(Some(self.rss.len() - 1));
+                return Ok(Some(i));
             }
             // Someone else's, or another template's: a hash collision. A
             // new count makes a new name on the next reconcile.
@@ -236,6 +240,7 @@ impl Plan<'_> {
         let replicas = rs.replicas;
         self.rss.push(rs);
         let i = self.rss.len() - 1;
+        self.found_new = Some(Some(i));
         self.ops.push(Op::Create(i, hash));
         if replicas > 0 {
             self.events.push(Event::normal(

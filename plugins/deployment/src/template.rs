@@ -17,14 +17,14 @@ use crate::model::TEMPLATE_HASH;
 /// Whether two pod templates are the same but for the hash label
 /// (`EqualIgnoreHash`).
 pub(crate) fn equal_ignore_hash(a: &Value, b: &Value) -> bool {
-    same(&without_hash(a), &without_hash(b))
+    same(a, b, Place::Root)
 }
 
 /// The `pod-template-hash` of a template for `collision_count`
 /// (`ComputeHash`).
 pub(crate) fn hash(template: &Value, collision_count: Option<i64>) -> String {
     let mut text = String::new();
-    canonical(&without_hash(template), &mut text);
+    canonical(template, Place::Root, &mut text);
     let mut h = Fnv32a::new();
     h.write(text.as_bytes());
     if let Some(c) = collision_count {
@@ -34,52 +34,76 @@ pub(crate) fn hash(template: &Value, collision_count: Option<i64>) -> String {
     safe_encode(&h.0.to_string())
 }
 
-/// The template without the hash label.
-fn without_hash(template: &Value) -> Value {
-    let mut t = template.clone();
-    if let Some(labels) = t
-        .get_mut("metadata")
-        .and_then(|m| m.get_mut("labels"))
-        .and_then(Value::as_object_mut)
-    {
-        labels.remove(TEMPLATE_HASH);
-    }
-    t
+/// Where in a template a value is, as far as finding the hash label goes
+/// (`metadata.labels.pod-template-hash`, which both functions skip).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Root,
+    Metadata,
+    Labels,
+    Elsewhere,
 }
 
-/// Null, `{}` and `[]` mean the same as absent.
-fn is_empty(v: &Value) -> bool {
+impl Place {
+    /// The place of the value under `key`.
+    fn child(self, key: &str) -> Place {
+        match (self, key) {
+            (Place::Root, "metadata") => Place::Metadata,
+            (Place::Metadata, "labels") => Place::Labels,
+            _ => Place::Elsewhere,
+        }
+    }
+
+    /// Whether the entry `key` here is left out.
+    fn skips(self, key: &str) -> bool {
+        self == Place::Labels && key == TEMPLATE_HASH
+    }
+}
+
+/// Whether `v` (found at `at`) says nothing, and so equals absent: null,
+/// `[]`, or an object of nothing but such values (and the hash label).
+fn is_void(v: &Value, at: Place) -> bool {
     match v {
         Value::Null => true,
-        Value::Object(m) => m.is_empty(),
         Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m
+            .iter()
+            .all(|(k, v)| at.skips(k) || is_void(v, at.child(k))),
         _ => false,
     }
 }
 
 /// Semantic equality: empty values equal absent ones, numbers compare by
-/// value.
-fn same(a: &Value, b: &Value) -> bool {
+/// value, the hash label is skipped.
+fn same(a: &Value, b: &Value, at: Place) -> bool {
+    const NULL: Value = Value::Null;
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
-            const NULL: Value = Value::Null;
-            x.iter().all(|(k, v)| same(v, y.get(k).unwrap_or(&NULL)))
-                && y.iter().all(|(k, v)| x.contains_key(k) || is_empty(v))
+            x.iter()
+                .filter(|(k, _)| !at.skips(k))
+                .all(|(k, v)| same(v, y.get(k).unwrap_or(&NULL), at.child(k)))
+                && y.iter()
+                    .filter(|(k, _)| !at.skips(k))
+                    .all(|(k, v)| x.contains_key(k) || is_void(v, at.child(k)))
         }
         (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b, Place::Elsewhere))
         }
         (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
-        _ if is_empty(a) && is_empty(b) => true,
-        _ => a == b,
+        _ => (is_void(a, at) && is_void(b, at)) || a == b,
     }
 }
 
-/// Canonical JSON: object keys sorted, empty values left out.
-fn canonical(v: &Value, out: &mut String) {
+/// Canonical JSON: object keys sorted, empty values and the hash label
+/// left out.
+fn canonical(v: &Value, at: Place, out: &mut String) {
     match v {
         Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().filter(|k| !is_empty(&m[*k])).collect();
+            let mut keys: Vec<&String> = m
+                .iter()
+                .filter(|(k, v)| !at.skips(k) && !is_void(v, at.child(k)))
+                .map(|(k, _)| k)
+                .collect();
             keys.sort();
             out.push('{');
             for (i, k) in keys.into_iter().enumerate() {
@@ -88,7 +112,7 @@ fn canonical(v: &Value, out: &mut String) {
                 }
                 out.push_str(&Value::String(k.clone()).to_string());
                 out.push(':');
-                canonical(&m[k], out);
+                canonical(&m[k], at.child(k), out);
             }
             out.push('}');
         }
@@ -98,7 +122,7 @@ fn canonical(v: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                canonical(x, out);
+                canonical(x, Place::Elsewhere, out);
             }
             out.push(']');
         }
@@ -157,6 +181,16 @@ mod tests {
         let mut c = template();
         c["metadata"]["labels"]["tier"] = json!("front");
         assert!(!equal_ignore_hash(&a, &c));
+        // The label only counts where labels are.
+        let mut e = template();
+        e["spec"]["pod-template-hash"] = json!("x");
+        assert!(!equal_ignore_hash(&a, &e));
+        // A template whose only label is the hash equals one without labels.
+        let bare = json!({"spec": {"containers": [{"name": "c", "image": "nginx:1"}]}});
+        let hashed = json!({"metadata": {"labels": {"pod-template-hash": "x"}},
+                            "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}});
+        assert!(equal_ignore_hash(&bare, &hashed));
+        assert_eq!(hash(&bare, None), hash(&hashed, None));
         let mut d = template();
         d["spec"]["terminationGracePeriodSeconds"] = json!(30);
         assert!(!equal_ignore_hash(&a, &d));

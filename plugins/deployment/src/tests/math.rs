@@ -308,17 +308,42 @@ fn rolling_steps() {
     let old = |replicas, available| rs("old", replicas, Some(13), available, 0);
     // (what, old, new (None: not created yet), sizes after: old, new)
     let table = [
-        ("first step: surge up, and down by what may be unavailable", old(10, 10), None, (8, 3)),
-        ("new pods unavailable: nothing more may go", old(8, 8), Some(new(5, 0)), (8, 5)),
+        (
+            "first step: surge up, and down by what may be unavailable",
+            old(10, 10),
+            None,
+            (8, 3),
+        ),
+        (
+            "new pods unavailable: nothing more may go",
+            old(8, 8),
+            Some(new(5, 0)),
+            (8, 5),
+        ),
         (
             "an unhealthy old pod is kept while new ones are unavailable",
             old(8, 7),
             Some(new(5, 0)),
             (8, 5),
         ),
-        ("new pods available: unhealthy old pods go first, then more", old(8, 7), Some(new(5, 5)), (3, 5)),
-        ("room under the surge: the new one grows first", old(8, 8), Some(new(3, 0)), (8, 5)),
-        ("done: the new one holds everything", old(0, 0), Some(new(10, 10)), (0, 10)),
+        (
+            "new pods available: unhealthy old pods go first, then more",
+            old(8, 7),
+            Some(new(5, 5)),
+            (3, 5),
+        ),
+        (
+            "room under the surge: the new one grows first",
+            old(8, 8),
+            Some(new(3, 0)),
+            (8, 5),
+        ),
+        (
+            "done: the new one holds everything",
+            old(0, 0),
+            Some(new(10, 10)),
+            (0, 10),
+        ),
     ];
     for (what, old, new, want) in table {
         let d = dep(10, Some((json!(3), json!(2))));
