@@ -130,14 +130,18 @@ impl World {
         out
     }
 
-    /// One reconcile of every ReplicaSet, applied.
-    pub fn reconcile_replica_sets(&mut self) {
+    /// One reconcile of every ReplicaSet, applied; whether one asked to be
+    /// requeued.
+    pub fn reconcile_replica_sets(&mut self) -> bool {
+        let mut requeue = false;
         for rs in self.rs.list("apps/v1", "ReplicaSet") {
             let r = rs.object_ref();
             let out = self.rs.reconcile_key(&r).unwrap();
             self.rs.apply_outcome(&r, &out).unwrap();
+            requeue |= out.requeue_after.is_some();
         }
         self.mirror_to_dep();
+        requeue
     }
 
     /// The kubelet: pods being deleted go; up to `ready` pods that are not
@@ -166,10 +170,22 @@ impl World {
 
     /// Pods that are ready and not being deleted.
     pub fn available_pods(&self) -> usize {
+        self.available_pods_after(Duration::ZERO)
+    }
+
+    /// Pods that have been ready for longer than `min_ready`, and are not
+    /// being deleted.
+    pub fn available_pods_after(&self, min_ready: Duration) -> usize {
         self.rs
             .list("v1", "Pod")
             .iter()
             .filter(|p| !p.is_being_deleted() && is_ready(p))
+            .filter(|p| {
+                min_ready.is_zero()
+                    || p.get_str("status.conditions.0.lastTransitionTime")
+                        .and_then(Time::parse)
+                        .is_some_and(|t| t + min_ready < self.now)
+            })
             .count()
     }
 
@@ -197,21 +213,22 @@ impl World {
     }
 
     /// Rounds of deployment, ReplicaSets, kubelet (making up to `ready` pods
-    /// ready a round) and ReplicaSets again, calling `check` after each
-    /// stage, until a whole round changes nothing. Returns the rounds taken.
+    /// ready a round) and ReplicaSets again, a second apart, calling `check`
+    /// after each stage, until a whole round changes nothing and no
+    /// controller waits for time to pass. Returns the rounds taken.
     pub fn run(&mut self, ready: usize, max_rounds: usize, mut check: impl FnMut(&World)) -> usize {
         for round in 1..=max_rounds {
             let before = self.dep.objects();
-            self.reconcile_deployment();
+            let mut waiting = self.reconcile_deployment().requeue_after.is_some();
             check(self);
-            self.reconcile_replica_sets();
+            waiting |= self.reconcile_replica_sets();
             check(self);
             self.kubelet(ready);
             check(self);
-            self.reconcile_replica_sets();
+            waiting |= self.reconcile_replica_sets();
             check(self);
             self.advance(Duration::from_secs(1));
-            if self.dep.objects() == before {
+            if self.dep.objects() == before && !waiting {
                 return round;
             }
         }

@@ -159,6 +159,47 @@ fn rolling_update_keeps_availability() {
     }
 }
 
+/// With `minReadySeconds`, new pods count only once they have been ready
+/// that long (the ReplicaSet's `availableReplicas`), and old pods are not
+/// taken away before.
+#[test]
+fn min_ready_seconds_hold_back_the_rollout() {
+    let text = deployment(
+        3,
+        "{type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}",
+    )
+    .replace("  replicas: 3\n", "  replicas: 3\n  minReadySeconds: 10\n");
+    let mut w = World::new(&text);
+    let min_ready = Duration::from_secs(10);
+    w.run(3, 40, |_| {});
+    assert_eq!(w.available_pods_after(min_ready), 3);
+    assert_eq!(
+        w.replica_sets()[0].get_i64("spec.minReadySeconds"),
+        Some(10)
+    );
+
+    set_image(&mut w, "nginx:2");
+    let mut lowest = usize::MAX;
+    let rounds = w.run(3, 200, |w| {
+        lowest = lowest.min(w.available_pods_after(min_ready))
+    });
+    assert!(lowest >= 3, "{lowest} available at the lowest");
+    // Each new pod waits out its 10 seconds (one second a round).
+    assert!(rounds > 30, "{rounds} rounds");
+    assert_eq!(
+        w.replica_set_with("nginx:2")
+            .unwrap()
+            .get_i64("spec.replicas"),
+        Some(3)
+    );
+    assert_eq!(
+        w.replica_set_with("nginx:1")
+            .unwrap()
+            .get_i64("spec.replicas"),
+        Some(0)
+    );
+}
+
 /// Recreate: the old ReplicaSet goes to zero first; the new one is only
 /// created once no old pod is left, terminating ones included, and then at
 /// full size.
