@@ -13,6 +13,7 @@ use windlass_sdk::{Error, Object};
 
 use crate::conditions::{Condition, DeploymentStatus, REPLICA_FAILURE};
 use crate::surge::IntOrPercent;
+use crate::template::{Template, TemplateView};
 
 /// The revision a ReplicaSet serves (and the Deployment's latest).
 pub(crate) const REVISION: &str = "deployment.kubernetes.io/revision";
@@ -51,7 +52,7 @@ pub(crate) struct Deployment {
     pub replicas: i64,
     /// `spec.selector` as written (`{}` if absent).
     pub selector: Value,
-    pub template: Value,
+    pub template: Template,
     pub strategy: Strategy,
     pub min_ready_seconds: i64,
     pub revision_history_limit: Option<i64>,
@@ -112,7 +113,7 @@ pub(crate) struct ReplicaSet {
     pub annotations: BTreeMap<String, String>,
     /// The annotations this reconcile changed.
     pub changed_annotations: BTreeSet<String>,
-    pub template: Value,
+    pub template: Template,
     pub status: RsStatus,
     /// Created by this reconcile.
     pub created_now: bool,
@@ -209,7 +210,7 @@ struct DeploymentSpecView<'a> {
     #[serde(borrow, default)]
     selector: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    template: Option<&'a RawValue>,
+    template: Option<TemplateView<'a>>,
     #[serde(default)]
     strategy: Option<StrategyView>,
     #[serde(default)]
@@ -260,7 +261,7 @@ struct RsSpecView<'a> {
     #[serde(default)]
     min_ready_seconds: Option<Value>,
     #[serde(borrow, default)]
-    template: Option<&'a RawValue>,
+    template: Option<TemplateView<'a>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -334,7 +335,7 @@ impl Deployment {
             annotations: meta.annotations.unwrap_or_default(),
             replicas: int("spec.replicas", spec.replicas.as_ref(), Some(1))?.unwrap_or(1),
             selector: parse_raw("spec.selector", spec.selector)?,
-            template: parse_raw("spec.template", spec.template)?,
+            template: Template::read(spec.template),
             strategy,
             min_ready_seconds: int(
                 "spec.minReadySeconds",
@@ -406,7 +407,7 @@ impl ReplicaSet {
             listed_min_ready_seconds: min_ready,
             annotations: meta.annotations.unwrap_or_default(),
             changed_annotations: BTreeSet::new(),
-            template: parse_raw("spec.template", v.spec.template)?,
+            template: Template::read(v.spec.template),
             status: RsStatus {
                 replicas: status.replicas,
                 ready: status.ready_replicas,

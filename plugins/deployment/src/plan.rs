@@ -220,15 +220,15 @@ fn create_body(d: &Deployment, rs: &ReplicaSet, hash: &str) -> Result<Object, Er
     if let Some(Value::Object(m)) = match_labels {
         m.insert(TEMPLATE_HASH.into(), hash.into());
     }
-    let labels = rs
-        .template
+    let template = rs.template.value();
+    let labels = template
         .pointer("/metadata/labels")
         .cloned()
         .unwrap_or_else(|| json!({TEMPLATE_HASH: hash}));
     let mut spec = json!({
         "replicas": rs.replicas,
         "selector": selector,
-        "template": rs.template,
+        "template": template,
     });
     if rs.min_ready_seconds != 0 {
         spec["minReadySeconds"] = rs.min_ready_seconds.into();

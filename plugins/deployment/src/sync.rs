@@ -15,7 +15,7 @@ use crate::model::{DESIRED_REPLICAS, REVISION, ReplicaSet, RsStatus, Strategy, T
 use crate::plan::{Op, Plan, Stop, scaled_message};
 use crate::revision::{max_revision, set_new_rs_annotations};
 use crate::surge::{is_saturated, max_surge, new_rs_new_replicas, proportion};
-use crate::template::{equal_ignore_hash, hash};
+use crate::template::{Template, equal_ignore_hash, hash};
 
 impl Plan<'_> {
     /// What to do with the Deployment (`syncDeployment`).
@@ -179,7 +179,7 @@ impl Plan<'_> {
             return Err(Stop::WriteStatus);
         }
 
-        let mut template = d.template.clone();
+        let mut template = d.template.value().clone();
         if let Some(meta) = template.as_object_mut().map(|t| {
             t.entry("metadata")
                 .or_insert_with(|| serde_json::Value::Object(Default::default()))
@@ -205,7 +205,7 @@ impl Plan<'_> {
             listed_min_ready_seconds: d.min_ready_seconds,
             annotations: Default::default(),
             changed_annotations: Default::default(),
-            template,
+            template: Template::from_value(template),
             status: RsStatus::default(),
             created_now: true,
         };

@@ -268,6 +268,7 @@ pub(crate) fn event_messages(outcomes: &[Outcome]) -> Vec<String> {
 }
 
 /// The cached Deployment's `spec.template`.
-pub(crate) fn template_of(h: &H) -> serde_json::Value {
-    h.get(&key()).unwrap().get("spec.template").unwrap().clone()
+pub(crate) fn template_of(h: &H) -> crate::template::Template {
+    let t = h.get(&key()).unwrap().get("spec.template").unwrap().clone();
+    crate::template::Template::from_value(t)
 }
