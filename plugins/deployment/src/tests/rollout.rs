@@ -441,3 +441,26 @@ fn scaling_mid_rollout_is_proportional() {
         .count();
     assert_eq!(ready_new, 0);
 }
+
+/// Scaled to zero and back: the same ReplicaSet goes to zero and comes back.
+#[test]
+fn scaling_to_zero_and_back() {
+    let mut w = World::new(&deployment(3, ROLLING));
+    w.run(3, 10, |_| {});
+    w.edit(|d| d.set("spec.replicas", 0));
+    w.run(3, 10, |_| {});
+    assert!(w.pods().is_empty());
+    assert_eq!(w.sizes().iter().map(|(_, n)| *n).collect::<Vec<_>>(), [0]);
+    let d = w.deployment();
+    assert_eq!(d.get_i64("status.replicas"), None);
+    let available = d
+        .get("status.conditions")
+        .and_then(|c| c.as_array())
+        .and_then(|c| c.iter().find(|c| c["type"] == "Available").cloned())
+        .unwrap();
+    assert_eq!(available["reason"], crate::conditions::MINIMUM_AVAILABLE);
+    w.edit(|d| d.set("spec.replicas", 2));
+    w.run(2, 10, |_| {});
+    assert_eq!(w.available_pods(), 2);
+    assert_eq!(w.replica_sets().len(), 1);
+}
