@@ -47,6 +47,8 @@ pub struct PluginStatus {
     pub name: Option<String>,
     pub version: Option<String>,
     pub digest: Option<String>,
+    /// The contract version the plugin was built against, e.g. `0.2.0`.
+    pub contract: Option<String>,
     pub reconciles: Option<String>,
     pub synced: bool,
     pub queue_ready: usize,
@@ -443,6 +445,7 @@ impl Host {
                 name: Some(m.name.clone()),
                 version: Some(m.version.clone()),
                 digest: Some(plugin.digest().to_owned()),
+                contract: Some(plugin.contract().version().to_owned()),
                 reconciles: Some(m.reconciles.kind.to_string()),
                 ..PluginStatus::default()
             };

@@ -703,3 +703,45 @@ async fn two_plugins_cannot_share_a_finalizer() {
     );
     host.shutdown().await;
 }
+
+/// Contract versions side by side: a plugin built against the released 0.1
+/// contract loads and reconciles in the same host as 0.2 plugins (the
+/// replicaset plugin is built with the SDK, which builds 0.2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_0_1_plugin_runs_beside_0_2_plugins() {
+    let Env {
+        server: _server,
+        client,
+        host,
+    } = env().await;
+    load_fixture(&host, "test-v01").await;
+    let contracts: Vec<String> = host
+        .status()
+        .await
+        .into_iter()
+        .map(|r| format!("{}={}", r.name.unwrap_or_default(), r.contract.unwrap_or_default()))
+        .collect();
+    assert!(
+        contracts.contains(&"test-v01=0.1.0".to_owned())
+            && contracts.contains(&"replicaset=0.2.0".to_owned()),
+        "{contracts:?}"
+    );
+    create(
+        &client,
+        CONFIGMAPS,
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "old", "labels": {"windlass.dev/test": "v01"}}}),
+    )
+    .await;
+    let rs = create_rs(&client, "beside", 2).await;
+    let uid = rs["metadata"]["uid"].as_str().unwrap().to_owned();
+    eventually("both plugins reconcile", Duration::from_secs(30), || async {
+        let cm = get(&client, &format!("{CONFIGMAPS}/old")).await;
+        let pods = live_pods(&client, &uid).await.len();
+        (cm["data"]["contract"] == "0.1" && pods == 2)
+            .then_some(())
+            .ok_or(format!("{cm} / {pods} pods"))
+    })
+    .await;
+    host.shutdown().await;
+}
