@@ -270,6 +270,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for child in &children {
                 store.insert(child.clone());
             }
+            store.index_for(&plugin)?;
             let request = request_for(&primary, &children).with_context(|| {
                 format!(
                     "{}: the object has no apiVersion, kind or name",
