@@ -1,0 +1,228 @@
+//! `InterPodAffinity`: required pod affinity and anti-affinity filter
+//! nodes by the pods in their topology domain (the nodes sharing the
+//! value of the term's `topologyKey`), in both directions: the incoming
+//! pod's terms, and the anti-affinity of pods already bound (a pod may not
+//! join a domain whose pods keep it away). Preferred terms of both, and
+//! the required affinity terms of bound pods (weight 1), score nodes.
+//!
+//! Counts are kept per topology pair, as kube-scheduler's pre-filter keeps
+//! them, but the pods counted come from index lookups (pods carrying a
+//! label the term selects; bound pods with affinity), never from a scan of
+//! every pod.
+
+use super::{MAX_NODE_SCORE, Reason};
+use crate::bound::BoundPod;
+use crate::hash::FnvMap;
+use crate::node::NodeInfo;
+use crate::pod::PodInfo;
+use crate::snapshot::Snapshot;
+use crate::term::Term;
+
+pub(crate) const REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
+pub(crate) const REASON_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity rules";
+pub(crate) const REASON_EXISTING_ANTI_AFFINITY: &str =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
+
+/// Counts per topology pair: a label key and value of a node, as slices of
+/// the node's summary.
+type Pairs<'a> = FnvMap<(&'a [u8], &'a [u8]), i64>;
+
+/// Adds `by` to the pair of `node` for `key`, if the node has that label
+/// (and says whether it had).
+fn add<'a>(pairs: &mut Pairs<'a>, node: &NodeInfo<'a>, key: &str, by: i64) -> bool {
+    let Some(pair) = node.labels.entry(key) else {
+        return false;
+    };
+    *pairs.entry(pair).or_insert(0) += by;
+    true
+}
+
+/// Whether the pod matches every term (`podMatchesAllAffinityTerms`).
+fn matches_all(terms: &[Term<'_>], namespace: &str, labels: &impl crate::selector::Labels) -> bool {
+    !terms.is_empty() && terms.iter().all(|t| t.matches(namespace, labels))
+}
+
+/// What the pre-filter computes for the filter.
+pub(crate) struct FilterState<'a> {
+    /// Pairs where bound pods' anti-affinity selects the incoming pod.
+    existing_anti: Pairs<'a>,
+    /// Pairs with pods matching all of the incoming pod's affinity terms.
+    affinity: Pairs<'a>,
+    /// Pairs with pods matching one of its anti-affinity terms.
+    anti: Pairs<'a>,
+}
+
+impl<'a> FilterState<'a> {
+    pub(crate) fn new(pod: &PodInfo<'_>, snap: &Snapshot<'a>) -> Self {
+        let mut existing_anti = Pairs::default();
+        for p in snap.pods_with_affinity().filter(|p| p.has_anti_affinity) {
+            let Some((_, node)) = snap.node_of(&p) else {
+                continue;
+            };
+            for t in p.anti_affinity().unwrap_or_default() {
+                if t.matches(pod.namespace, pod.labels) {
+                    add(&mut existing_anti, node, &t.topology_key, 1);
+                }
+            }
+        }
+        let mut affinity = Pairs::default();
+        if let Some(first) = pod.affinity.first() {
+            for p in snap.pods_for_term(first) {
+                if !matches_all(&pod.affinity, p.namespace, &p) {
+                    continue;
+                }
+                if let Some((_, node)) = snap.node_of(&p) {
+                    for t in &pod.affinity {
+                        add(&mut affinity, node, &t.topology_key, 1);
+                    }
+                }
+            }
+        }
+        let mut anti = Pairs::default();
+        for t in &pod.anti_affinity {
+            for p in snap.pods_for_term(t) {
+                if t.matches(p.namespace, &p)
+                    && let Some((_, node)) = snap.node_of(&p)
+                {
+                    add(&mut anti, node, &t.topology_key, 1);
+                }
+            }
+        }
+        Self {
+            existing_anti,
+            affinity,
+            anti,
+        }
+    }
+
+    pub(crate) fn filter(&self, pod: &PodInfo<'_>, node: &NodeInfo<'_>) -> Option<Reason> {
+        if !self.satisfies_affinity(pod, node) {
+            return Some(Reason::Affinity);
+        }
+        for t in &pod.anti_affinity {
+            if let Some(pair) = node.labels.entry(&t.topology_key)
+                && self.anti.get(&pair).is_some_and(|n| *n > 0)
+            {
+                return Some(Reason::AntiAffinity);
+            }
+        }
+        if !self.existing_anti.is_empty()
+            && node
+                .labels
+                .iter_bytes()
+                .any(|pair| self.existing_anti.get(&pair).is_some_and(|n| *n > 0))
+        {
+            return Some(Reason::ExistingAntiAffinity);
+        }
+        None
+    }
+
+    fn satisfies_affinity(&self, pod: &PodInfo<'_>, node: &NodeInfo<'_>) -> bool {
+        let mut pods_exist = true;
+        for t in &pod.affinity {
+            // Every topology key must be on the node.
+            let Some(pair) = node.labels.entry(&t.topology_key) else {
+                return false;
+            };
+            if self.affinity.get(&pair).is_none_or(|n| *n <= 0) {
+                pods_exist = false;
+            }
+        }
+        // The first of a group of pods with affinity to each other may go
+        // anywhere, as long as no pod matches yet and it matches itself.
+        pods_exist
+            || (self.affinity.is_empty() && matches_all(&pod.affinity, pod.namespace, pod.labels))
+    }
+}
+
+/// What scoring needs: the score of every topology pair.
+pub(crate) struct ScoreState<'a> {
+    pairs: Pairs<'a>,
+}
+
+impl<'a> ScoreState<'a> {
+    /// `None` when no term applies (the score is skipped).
+    pub(crate) fn new(pod: &PodInfo<'_>, snap: &Snapshot<'a>) -> Option<Self> {
+        let mut pairs = Pairs::default();
+        let mut any = false;
+        for (terms, sign) in [
+            (&pod.preferred_affinity, 1),
+            (&pod.preferred_anti_affinity, -1),
+        ] {
+            for t in terms {
+                for p in snap.pods_for_term(t) {
+                    if t.matches(p.namespace, &p)
+                        && let Some((_, node)) = snap.node_of(&p)
+                    {
+                        any |= add(
+                            &mut pairs,
+                            node,
+                            &t.topology_key,
+                            sign * i64::from(t.weight),
+                        );
+                    }
+                }
+            }
+        }
+        for p in snap.pods_with_affinity() {
+            any |= score_existing(pod, &p, snap, &mut pairs);
+        }
+        any.then_some(Self { pairs })
+    }
+
+    /// The sum of the scores of the node's pairs.
+    pub(crate) fn score(&self, node: &NodeInfo<'_>) -> i64 {
+        node.labels
+            .iter_bytes()
+            .filter_map(|pair| self.pairs.get(&pair))
+            .sum()
+    }
+
+    /// Scales scores between the lowest and the highest (both at least 0
+    /// apart from 0) to 0..=100.
+    pub(crate) fn normalize(scores: &mut [i64]) {
+        let max = scores.iter().copied().max().unwrap_or(0).max(0);
+        let min = scores.iter().copied().min().unwrap_or(0).min(0);
+        let diff = max - min;
+        for s in scores {
+            *s = if diff > 0 {
+                (MAX_NODE_SCORE as f64 * ((*s - min) as f64 / diff as f64)) as i64
+            } else {
+                0
+            };
+        }
+    }
+}
+
+/// Adds what a bound pod's own terms say about the incoming pod: its
+/// required affinity (weight 1) and preferred affinity draw the pod to the
+/// bound pod's domain, its preferred anti-affinity pushes it away.
+fn score_existing<'a>(
+    pod: &PodInfo<'_>,
+    p: &BoundPod<'a>,
+    snap: &Snapshot<'a>,
+    pairs: &mut Pairs<'a>,
+) -> bool {
+    let Some((_, node)) = snap.node_of(p) else {
+        return false;
+    };
+    let Some(terms) = p.terms() else {
+        return false;
+    };
+    let mut any = false;
+    for (list, sign) in [
+        (&terms.affinity, 1),
+        (&terms.preferred_affinity, 1),
+        (&terms.preferred_anti_affinity, -1),
+    ] {
+        for t in list {
+            if t.matches(pod.namespace, pod.labels) {
+                any |= add(pairs, node, &t.topology_key, sign * i64::from(t.weight));
+            }
+        }
+    }
+    any
+}
+
+#[cfg(test)]
+mod tests;
