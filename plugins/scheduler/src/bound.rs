@@ -11,7 +11,6 @@ use crate::wire::{Reader, Writer};
 
 const VERSION: u8 = 1;
 const TERMINATING: u8 = 1;
-const HAS_ANTI_AFFINITY: u8 = 2;
 
 /// The four lists of pod affinity terms a pod can have.
 #[derive(Debug, Default, PartialEq)]
@@ -30,8 +29,6 @@ pub(crate) struct BoundPod<'a> {
     /// Being deleted: still holds its resources, but no longer counts for
     /// topology spreading.
     pub(crate) terminating: bool,
-    /// Has required anti-affinity terms (which other pods must respect).
-    pub(crate) has_anti_affinity: bool,
     pub(crate) labels: EncodedLabels<'a>,
     terms: &'a [u8],
 }
@@ -46,9 +43,6 @@ impl<'a> BoundPod<'a> {
         let mut flags = 0;
         if terminating {
             flags |= TERMINATING;
-        }
-        if !pod.anti_affinity.is_empty() {
-            flags |= HAS_ANTI_AFFINITY;
         }
         w.u8(flags);
         EncodedLabels::write(&mut w, pod.labels);
@@ -77,17 +71,14 @@ impl<'a> BoundPod<'a> {
             node,
             namespace,
             terminating: flags & TERMINATING != 0,
-            has_anti_affinity: flags & HAS_ANTI_AFFINITY != 0,
             labels,
             terms: r.rest(),
         })
     }
 
-    /// The pod's required anti-affinity terms.
-    pub(crate) fn anti_affinity(&self) -> Option<Vec<Term<'a>>> {
-        let mut r = Reader::new(self.terms);
-        term::decode_all(&mut r)?;
-        term::decode_all(&mut r)
+    /// The encoded terms: equal bytes are equal terms.
+    pub(crate) fn terms_bytes(&self) -> &'a [u8] {
+        self.terms
     }
 
     /// All of the pod's affinity terms.
@@ -126,11 +117,10 @@ mod tests {
         let buf = BoundPod::encode(&pod, "n1", true);
         let b = BoundPod::decode(&buf).unwrap();
         assert_eq!((b.node, b.namespace), ("n1", "prod"));
-        assert!(b.terminating && b.has_anti_affinity);
+        assert!(b.terminating);
         assert_eq!(b.label("app"), Some(&b"web"[..]));
-        let anti = b.anti_affinity().unwrap();
-        assert_eq!(anti, pod.anti_affinity);
         let terms = b.terms().unwrap();
+        assert_eq!(terms.anti_affinity, pod.anti_affinity);
         assert_eq!(terms.preferred_affinity, pod.preferred_affinity);
         assert!(terms.affinity.is_empty() && terms.preferred_anti_affinity.is_empty());
     }

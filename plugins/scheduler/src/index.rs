@@ -32,6 +32,8 @@ pub(crate) fn index(object: &Object) -> Option<IndexEntry> {
             Some(
                 IndexEntry::new()
                     .key(keys::NODES)
+                    .key(keys::node_shard(keys::shard_of(&view.metadata.name)))
+                    .amounts([1])
                     .summary(NodeInfo::encode(&view)),
             )
         }

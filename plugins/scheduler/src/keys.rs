@@ -1,7 +1,10 @@
 //! The index keys the scheduler files Nodes and Pods under, and which keys
 //! find the pods a selector can select.
 //!
-//! Nodes: all under [`NODES`]. Bound pods (not finished): under their node
+//! Nodes: all under [`NODES`] (with amount 1, so its total counts them),
+//! and each under one of [`NODE_SHARDS`] shards (`nodes/<n>`, by a hash of
+//! its name), so that a decision that needs only part of the nodes reads
+//! only some shards. Bound pods (not finished): under their node
 //! (`n/<node>`, with the amounts the node's totals add up), their namespace
 //! (`ns/<ns>`), each label (`l/<key>=<value>`), [`ALL`], and [`AFFINITY`]
 //! if they have pod (anti-)affinity. Pending pods this scheduler found
@@ -12,6 +15,19 @@ use crate::selector::Selector;
 
 /// Every node.
 pub(crate) const NODES: &str = "nodes";
+/// How many shards nodes are spread over.
+pub(crate) const NODE_SHARDS: u64 = 16;
+
+/// One shard of the nodes.
+pub(crate) fn node_shard(shard: u64) -> String {
+    format!("nodes/{shard}")
+}
+
+/// The shard of the node called `name`.
+pub(crate) fn shard_of(name: &str) -> u64 {
+    crate::hash::of(&[name.as_bytes()]) % NODE_SHARDS
+}
+
 /// Every bound pod.
 pub(crate) const ALL: &str = "all";
 /// Bound pods with pod affinity or anti-affinity (`PodsWithAffinity`).

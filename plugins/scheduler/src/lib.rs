@@ -35,6 +35,8 @@ mod term;
 mod wire;
 
 #[cfg(test)]
+mod bench;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod testutil;

@@ -110,7 +110,8 @@ mod tests {
     #[test]
     fn requests_follow_compute_pod_resource_request() {
         // (pod spec, requests, requests with scoring defaults)
-        let table: &[(&str, (i64, i64, i64), (i64, i64))] = &[
+        type Row<'a> = (&'a str, (i64, i64, i64), (i64, i64));
+        let table: &[Row<'_>] = &[
             // No containers at all.
             (r#"{}"#, (0, 0, 0), (0, 0)),
             // A container without requests: 0, or the defaults for scoring.

@@ -45,22 +45,25 @@ pub(crate) struct EncodedLabels<'a> {
 }
 
 impl<'a> EncodedLabels<'a> {
+    /// Writes the labels as one length-prefixed block, so that readers
+    /// step over them without reading each label.
     pub(crate) fn write(w: &mut Writer, labels: &api::StrMap<'_>) {
-        w.len(labels.0.len());
+        let mut block = Writer::new();
+        block.len(labels.0.len());
         for (k, v) in labels.iter() {
-            w.str(k);
-            w.str(v);
+            block.str(k);
+            block.str(v);
         }
+        w.bytes(&block.finish());
     }
 
     /// Reads the labels at `r`, leaving `r` after them.
     pub(crate) fn read(r: &mut Reader<'a>) -> Option<Self> {
-        let count = r.len()?;
-        let start = *r;
-        r.skip(count * 2)?;
+        let mut block = Reader::new(r.bytes()?);
+        let count = block.len()?;
         Some(Self {
             count,
-            bytes: r.since(&start),
+            bytes: block.rest(),
         })
     }
 

@@ -5,12 +5,13 @@
 //! [`Cluster`] is where those reads come from: the host's cache in a
 //! plugin ([`HostCache`]), plain maps in tests and benchmarks.
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use windlass_sdk::{Error, KindRef, cache};
 
-use crate::bound::BoundPod;
+use crate::bound::{BoundPod, Terms};
 use crate::hash::FnvMap;
 use crate::keys;
 use crate::node::NodeInfo;
@@ -21,8 +22,10 @@ use crate::term::Term;
 
 /// Where a decision reads the cluster from.
 pub(crate) trait Cluster {
-    /// Every node's summary.
-    fn nodes(&mut self) -> Result<Vec<Vec<u8>>, Error>;
+    /// The summaries of the nodes filed under `key` (every node, or a shard).
+    fn nodes(&mut self, key: &str) -> Result<Vec<Vec<u8>>, Error>;
+    /// How many nodes there are.
+    fn node_count(&mut self) -> Result<usize, Error>;
     /// The summaries of the bound pods filed under `key`.
     fn pods(&mut self, key: &str) -> Result<Vec<Vec<u8>>, Error>;
     /// What the pods bound to each of `nodes` request there.
@@ -32,13 +35,23 @@ pub(crate) trait Cluster {
 /// The host's indexed caches.
 pub(crate) struct HostCache;
 
+fn node_kind() -> KindRef {
+    KindRef::new("v1", "Node")
+}
+
 fn pod_kind() -> KindRef {
     KindRef::new("v1", "Pod")
 }
 
 impl Cluster for HostCache {
-    fn nodes(&mut self) -> Result<Vec<Vec<u8>>, Error> {
-        cache::lookup(&KindRef::new("v1", "Node"), keys::NODES)
+    fn nodes(&mut self, key: &str) -> Result<Vec<Vec<u8>>, Error> {
+        cache::lookup(&node_kind(), key)
+    }
+
+    fn node_count(&mut self) -> Result<usize, Error> {
+        let totals = cache::totals(&node_kind(), &[keys::NODES])?;
+        let count = totals.first().and_then(|t| t.first()).copied().unwrap_or(0);
+        Ok(usize::try_from(count).unwrap_or(0))
     }
 
     fn pods(&mut self, key: &str) -> Result<Vec<Vec<u8>>, Error> {
@@ -117,10 +130,10 @@ impl Lookups {
         }
         let mut by_key = HashMap::with_capacity(wanted.len());
         for k in wanted {
-            if !by_key.contains_key(&k) {
+            if let Entry::Vacant(slot) = by_key.entry(k) {
                 stats.lookups += 1;
-                let found = cluster.pods(&k)?;
-                by_key.insert(k, found);
+                let found = cluster.pods(slot.key())?;
+                slot.insert(found);
             }
         }
         Ok(Self { by_key })
@@ -131,7 +144,7 @@ impl Lookups {
     }
 
     /// Whether any bound pod was found at all.
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.by_key.values().all(Vec::is_empty)
     }
 }
@@ -151,6 +164,15 @@ pub(crate) struct Snapshot<'a> {
     by_name: FnvMap<&'a str, usize>,
     lookups: &'a Lookups,
     decoded: Cell<usize>,
+    with_affinity: OnceCell<WithAffinity<'a>>,
+}
+
+/// The bound pods that have pod (anti-)affinity of their own, each with
+/// the index of its terms: terms are decoded once per distinct encoding,
+/// and the replicas of one workload share theirs.
+pub(crate) struct WithAffinity<'a> {
+    pub(crate) pods: Vec<(BoundPod<'a>, usize)>,
+    pub(crate) terms: Vec<Terms<'a>>,
 }
 
 impl<'a> Snapshot<'a> {
@@ -172,6 +194,19 @@ impl<'a> Snapshot<'a> {
             by_name,
             lookups,
             decoded: Cell::new(0),
+            with_affinity: OnceCell::new(),
+        }
+    }
+
+    /// Adds more nodes (the rest of the shards, when a window was not enough).
+    pub(crate) fn add_nodes(&mut self, node_summaries: &'a [Vec<u8>]) {
+        for b in node_summaries {
+            if let Some(n) = NodeInfo::decode(b) {
+                if !self.by_name.is_empty() {
+                    self.by_name.insert(n.name, self.nodes.len());
+                }
+                self.nodes.push(n);
+            }
         }
     }
 
@@ -214,7 +249,29 @@ impl<'a> Snapshot<'a> {
     }
 
     /// Bound pods with pod affinity or anti-affinity of their own.
-    pub(crate) fn pods_with_affinity<'s>(&'s self) -> impl Iterator<Item = BoundPod<'a>> + 's {
-        self.decode_under(vec![keys::AFFINITY.to_owned()])
+    pub(crate) fn with_affinity(&self) -> &WithAffinity<'a> {
+        self.with_affinity.get_or_init(|| {
+            let mut seen: FnvMap<&'a [u8], usize> = FnvMap::default();
+            let mut out = WithAffinity {
+                pods: Vec::new(),
+                terms: Vec::new(),
+            };
+            for p in self.decode_under(vec![keys::AFFINITY.to_owned()]) {
+                let bytes = p.terms_bytes();
+                let i = match seen.get(bytes) {
+                    Some(&i) => i,
+                    None => {
+                        let Some(t) = p.terms() else {
+                            continue;
+                        };
+                        out.terms.push(t);
+                        seen.insert(bytes, out.terms.len() - 1);
+                        out.terms.len() - 1
+                    }
+                };
+                out.pods.push((p, i));
+            }
+            out
+        })
     }
 }

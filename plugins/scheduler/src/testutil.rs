@@ -121,11 +121,6 @@ impl TestCluster {
         self
     }
 
-    /// Adds a summary under a key directly (for benchmarks).
-    pub(crate) fn add_entry(&mut self, e: IndexEntry) {
-        self.entries.push(e);
-    }
-
     fn under<'s>(&'s self, key: &'s str) -> impl Iterator<Item = &'s IndexEntry> + 's {
         self.entries
             .iter()
@@ -148,22 +143,34 @@ impl TestCluster {
         f: impl FnOnce(&Snapshot<'_>) -> R,
     ) -> R {
         let mut me = self.clone();
-        let nodes = me.nodes().unwrap();
+        let nodes = me.nodes(keys::NODES).unwrap();
         let lookups = Lookups::fetch_for(pod, &mut me, &mut Stats::default()).unwrap();
         let snap = Snapshot::new(&nodes, &lookups);
         f(&snap)
     }
 }
 
+fn is_node(e: &IndexEntry) -> bool {
+    e.keys.iter().any(|k| k == keys::NODES)
+}
+
 impl Cluster for TestCluster {
-    fn nodes(&mut self) -> Result<Vec<Vec<u8>>, Error> {
-        Ok(self.under(keys::NODES).map(|e| e.summary.clone()).collect())
+    fn nodes(&mut self, key: &str) -> Result<Vec<Vec<u8>>, Error> {
+        Ok(self
+            .under(key)
+            .filter(|e| is_node(e))
+            .map(|e| e.summary.clone())
+            .collect())
+    }
+
+    fn node_count(&mut self) -> Result<usize, Error> {
+        Ok(self.under(keys::NODES).count())
     }
 
     fn pods(&mut self, key: &str) -> Result<Vec<Vec<u8>>, Error> {
         Ok(self
             .under(key)
-            .filter(|e| !e.keys.iter().any(|k| k == keys::NODES))
+            .filter(|e| !is_node(e))
             .map(|e| e.summary.clone())
             .collect())
     }

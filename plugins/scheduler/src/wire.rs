@@ -117,19 +117,6 @@ impl<'a> Reader<'a> {
         s
     }
 
-    /// Skips `n` length-prefixed byte strings.
-    pub(crate) fn skip(&mut self, n: usize) -> Option<()> {
-        for _ in 0..n {
-            self.bytes()?;
-        }
-        Some(())
-    }
-
-    /// The bytes read since `start` (a copy of this reader taken earlier).
-    pub(crate) fn since(&self, start: &Reader<'a>) -> &'a [u8] {
-        &self.buf[start.pos..self.pos]
-    }
-
     #[cfg(test)]
     pub(crate) fn at_end(&self) -> bool {
         self.pos == self.buf.len()

@@ -11,7 +11,7 @@
 //! every pod.
 
 use super::{MAX_NODE_SCORE, Reason};
-use crate::bound::BoundPod;
+use crate::bound::Terms;
 use crate::hash::FnvMap;
 use crate::node::NodeInfo;
 use crate::pod::PodInfo;
@@ -55,13 +55,27 @@ pub(crate) struct FilterState<'a> {
 impl<'a> FilterState<'a> {
     pub(crate) fn new(pod: &PodInfo<'_>, snap: &Snapshot<'a>) -> Self {
         let mut existing_anti = Pairs::default();
-        for p in snap.pods_with_affinity().filter(|p| p.has_anti_affinity) {
-            let Some((_, node)) = snap.node_of(&p) else {
+        let with = snap.with_affinity();
+        // Which topology keys of each distinct set of terms select the pod.
+        let selecting: Vec<Vec<&str>> = with
+            .terms
+            .iter()
+            .map(|terms| {
+                terms
+                    .anti_affinity
+                    .iter()
+                    .filter(|t| t.matches(pod.namespace, pod.labels))
+                    .map(|t| &*t.topology_key)
+                    .collect()
+            })
+            .collect();
+        for (p, i) in &with.pods {
+            if selecting[*i].is_empty() {
                 continue;
-            };
-            for t in p.anti_affinity().unwrap_or_default() {
-                if t.matches(pod.namespace, pod.labels) {
-                    add(&mut existing_anti, node, &t.topology_key, 1);
+            }
+            if let Some((_, node)) = snap.node_of(p) {
+                for key in &selecting[*i] {
+                    add(&mut existing_anti, node, key, 1);
                 }
             }
         }
@@ -164,8 +178,18 @@ impl<'a> ScoreState<'a> {
                 }
             }
         }
-        for p in snap.pods_with_affinity() {
-            any |= score_existing(pod, &p, snap, &mut pairs);
+        let with = snap.with_affinity();
+        // What each distinct set of terms says about the pod.
+        let said: Vec<Vec<(&str, i64)>> = with.terms.iter().map(|t| about(pod, t)).collect();
+        for (p, i) in &with.pods {
+            if said[*i].is_empty() {
+                continue;
+            }
+            if let Some((_, node)) = snap.node_of(p) {
+                for (key, weight) in &said[*i] {
+                    any |= add(&mut pairs, node, key, *weight);
+                }
+            }
         }
         any.then_some(Self { pairs })
     }
@@ -194,22 +218,12 @@ impl<'a> ScoreState<'a> {
     }
 }
 
-/// Adds what a bound pod's own terms say about the incoming pod: its
-/// required affinity (weight 1) and preferred affinity draw the pod to the
-/// bound pod's domain, its preferred anti-affinity pushes it away.
-fn score_existing<'a>(
-    pod: &PodInfo<'_>,
-    p: &BoundPod<'a>,
-    snap: &Snapshot<'a>,
-    pairs: &mut Pairs<'a>,
-) -> bool {
-    let Some((_, node)) = snap.node_of(p) else {
-        return false;
-    };
-    let Some(terms) = p.terms() else {
-        return false;
-    };
-    let mut any = false;
+/// What a bound pod's own terms say about the incoming pod, as topology
+/// keys and weights: its required affinity (weight 1) and preferred
+/// affinity draw the pod to the bound pod's domain, its preferred
+/// anti-affinity pushes it away.
+fn about<'t>(pod: &PodInfo<'_>, terms: &'t Terms<'_>) -> Vec<(&'t str, i64)> {
+    let mut out = Vec::new();
     for (list, sign) in [
         (&terms.affinity, 1),
         (&terms.preferred_affinity, 1),
@@ -217,11 +231,11 @@ fn score_existing<'a>(
     ] {
         for t in list {
             if t.matches(pod.namespace, pod.labels) {
-                any |= add(pairs, node, &t.topology_key, sign * i64::from(t.weight));
+                out.push((&*t.topology_key, sign * i64::from(t.weight)));
             }
         }
     }
-    any
+    out
 }
 
 #[cfg(test)]

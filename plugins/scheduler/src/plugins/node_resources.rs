@@ -245,6 +245,6 @@ mod tests {
         assert!(!with_pod("p", &[], r#"{"containers":[{}]}"#, |p| {
             balanced_applies(p)
         }));
-        assert!(with_pod("p", &[], spec, |p| balanced_applies(p)));
+        assert!(with_pod("p", &[], spec, balanced_applies));
     }
 }

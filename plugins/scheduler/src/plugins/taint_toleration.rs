@@ -56,12 +56,13 @@ mod tests {
     use super::*;
     use crate::testutil::{node, with_pod};
 
-    const GPU: &[(&str, &str, &str)] = &[("dedicated", "gpu", "NoSchedule")];
+    type Taints<'a> = &'a [(&'a str, &'a str, &'a str)];
+    const GPU: Taints<'static> = &[("dedicated", "gpu", "NoSchedule")];
 
     #[test]
     fn filter_keeps_pods_off_untolerated_taints() {
         // (node taints, pod spec, result)
-        let table: &[(&[(&str, &str, &str)], &str, Option<Reason>)] = &[
+        let table: &[(Taints<'_>, &str, Option<Reason>)] = &[
             (&[], r#"{}"#, None),
             (GPU, r#"{}"#, Some(Reason::Taint(0))),
             (

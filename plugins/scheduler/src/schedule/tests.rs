@@ -258,7 +258,12 @@ fn a_decision_reads_a_window_of_nodes_and_no_pods() {
     let mut c = big_cluster(1000, 0);
     let (d, stats) = c.decide(&pod_json("p", &[("app", "web")], &cpu("100m")));
     assert!(matches!(d, Decision::Bind(_)));
-    assert_eq!(stats.nodes, 1000);
+    // A window of shards holding at least 420 × 1.25 nodes, not all 1000.
+    assert!(
+        (525..750).contains(&stats.nodes),
+        "{} nodes read",
+        stats.nodes
+    );
     assert_eq!(stats.filtered, 420);
     assert_eq!(stats.usage_reads, 420);
     assert_eq!(stats.feasible, 420);
@@ -289,4 +294,52 @@ fn anti_affinity_reads_only_the_pods_it_selects() {
     assert!(n >= 5, "placed next to a web pod on {node}");
     // The five web pods, not the forty others.
     assert_eq!(stats.pods, 5);
+}
+
+#[test]
+fn a_window_short_of_feasible_nodes_reads_the_rest() {
+    // 200 nodes: a window holds about 125; only 20 nodes are untainted.
+    let mut c = TestCluster::new();
+    for i in 0..200 {
+        let taints: &[(&str, &str, &str)] = if i % 10 == 0 {
+            &[]
+        } else {
+            &[("dedicated", "x", "NoSchedule")]
+        };
+        c.add(&node_json(
+            &format!("n{i:03}"),
+            "4",
+            "8Gi",
+            "110",
+            &[],
+            taints,
+        ));
+    }
+    let (d, stats) = c.decide(&pod_json("p", &[], &cpu("100m")));
+    assert!(
+        matches!(d, Decision::Bind(ref n) if n.ends_with('0')),
+        "{d:?}"
+    );
+    assert_eq!(
+        (stats.nodes, stats.filtered, stats.feasible),
+        (200, 200, 20)
+    );
+    // Nothing fits: every node is read, counted and explained.
+    let mut all_tainted = TestCluster::new();
+    for i in 0..150 {
+        all_tainted.add(&node_json(
+            &format!("n{i:03}"),
+            "4",
+            "8Gi",
+            "110",
+            &[],
+            &[("dedicated", "x", "NoSchedule")],
+        ));
+    }
+    assert_eq!(
+        all_tainted.decide(&pod_json("p", &[], "{}")).0,
+        unschedulable(
+            "0/150 nodes are available: 150 node(s) had untolerated taint {dedicated: x}."
+        )
+    );
 }

@@ -3,9 +3,13 @@
 use super::*;
 use crate::testutil::{TestCluster, node_json, pod_json_in, with_pod};
 
+type Labels<'a> = &'a [(&'a str, &'a str)];
+/// A bound pod: node, labels, spec (without `nodeName`), namespace.
+type Bound<'a> = (&'a str, Labels<'a>, &'a str, &'a str);
+
 /// n1, n2 in zone a; n3, n4 in zone b; n5 without a zone; then `pods` as
 /// (node, labels, spec without nodeName, namespace).
-fn cluster(pods: &[(&str, &[(&str, &str)], &str, &str)]) -> TestCluster {
+fn cluster(pods: &[Bound<'_>]) -> TestCluster {
     let mut c = TestCluster::new();
     for (name, zone) in [
         ("n1", Some("a")),
@@ -56,8 +60,8 @@ const HOST: &str = "kubernetes.io/hostname";
 fn required_terms_filter_by_topology() {
     // (bound pods, incoming labels, incoming spec, verdicts for n1..n5)
     type Row<'a> = (
-        Vec<(&'a str, &'a [(&'a str, &'a str)], String, &'a str)>,
-        &'a [(&'a str, &'a str)],
+        Vec<(&'a str, Labels<'a>, String, &'a str)>,
+        Labels<'a>,
         String,
         [Option<Reason>; 5],
     );
@@ -140,7 +144,7 @@ fn required_terms_filter_by_topology() {
         ),
     ];
     for (pods, labels, spec, want) in &table {
-        let pods: Vec<(&str, &[(&str, &str)], &str, &str)> = pods
+        let pods: Vec<Bound<'_>> = pods
             .iter()
             .map(|(n, l, s, ns)| (*n, *l, s.as_str(), *ns))
             .collect();
@@ -176,12 +180,8 @@ fn preferred(kind: &str, weight: i32, app: &str) -> String {
 fn preferred_terms_score_domains() {
     let db_in_b = [("n3", DB, "{}", "default")];
     // (bound pods, incoming labels, spec, scores for n1..n5)
-    let table: Vec<(
-        &[(&str, &[(&str, &str)], &str, &str)],
-        &[(&str, &str)],
-        String,
-        Option<Vec<i64>>,
-    )> = vec![
+    type Row<'a> = (&'a [Bound<'a>], Labels<'a>, String, Option<Vec<i64>>);
+    let table: Vec<Row<'_>> = vec![
         // Preferred affinity to db: zone b.
         (
             &db_in_b,

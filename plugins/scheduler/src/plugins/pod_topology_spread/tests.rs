@@ -3,6 +3,8 @@
 use super::*;
 use crate::testutil::{TestCluster, node_json, pod_json, pod_json_in, with_pod};
 
+type Labels<'a> = &'a [(&'a str, &'a str)];
+
 /// n1, n2 in zone a; n3, n4 in zone b; n5 without a zone. n1 and n3 have an SSD.
 fn cluster(pods: &[(&str, &str)]) -> TestCluster {
     let mut c = TestCluster::new();
@@ -82,12 +84,7 @@ const MISSING: Option<Reason> = Some(Reason::SpreadMissingLabel);
 fn do_not_schedule_keeps_skew_within_max_skew() {
     let two_a_one_b = [("n1", ""), ("n1", ""), ("n3", "")];
     // (pods, pod labels, spec, verdicts for n1..n5)
-    let table: Vec<(
-        &[(&str, &str)],
-        &[(&str, &str)],
-        String,
-        [Option<Reason>; 5],
-    )> = vec![
+    let table: Vec<(Labels<'_>, Labels<'_>, String, [Option<Reason>; 5])> = vec![
         // a=2, b=1: a would be 3 vs 1.
         (
             &two_a_one_b,
