@@ -24,7 +24,8 @@ pub(crate) struct Terms<'a> {
 /// One bound pod, decoded from its summary without copying.
 #[derive(Clone, Copy)]
 pub(crate) struct BoundPod<'a> {
-    pub(crate) node: &'a str,
+    /// The node's name, as bytes (nodes are found by them).
+    pub(crate) node: &'a [u8],
     pub(crate) namespace: &'a str,
     /// Being deleted: still holds its resources, but no longer counts for
     /// topology spreading.
@@ -63,7 +64,7 @@ impl<'a> BoundPod<'a> {
         if r.u8()? != VERSION {
             return None;
         }
-        let node = r.str()?;
+        let node = r.bytes()?;
         let namespace = r.str()?;
         let flags = r.u8()?;
         let labels = EncodedLabels::read(&mut r)?;
@@ -116,7 +117,7 @@ mod tests {
         let pod = PodInfo::new(&view);
         let buf = BoundPod::encode(&pod, "n1", true);
         let b = BoundPod::decode(&buf).unwrap();
-        assert_eq!((b.node, b.namespace), ("n1", "prod"));
+        assert_eq!((b.node, b.namespace), (&b"n1"[..], "prod"));
         assert!(b.terminating);
         assert_eq!(b.label("app"), Some(&b"web"[..]));
         let terms = b.terms().unwrap();

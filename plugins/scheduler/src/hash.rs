@@ -1,7 +1,9 @@
-//! Small, fast, deterministic hashing: FNV-1a for the per-decision hash maps
-//! (no need for SipHash's flood resistance on keys a decision builds itself)
-//! and a mixer for the pure "random" choices a decision makes (where to
-//! start looking, which of equally good nodes to take).
+//! Small, fast, deterministic hashing: a word-at-a-time multiplicative hash
+//! (FxHash's) for the per-decision hash maps (no need for SipHash's flood
+//! resistance on keys a decision builds itself from the index), FNV-1a for
+//! stable hashes of names, and a mixer for the pure "random" choices a
+//! decision makes (where to start looking, which of equally good nodes to
+//! take).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -29,8 +31,49 @@ impl Hasher for Fnv {
     }
 }
 
-/// A `HashMap` with FNV-1a.
-pub(crate) type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+/// FxHash: eight bytes per multiply.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Fx(u64);
+
+impl Fx {
+    const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
+    }
+}
+
+impl Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in chunks.by_ref() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+}
+
+/// A `HashMap` for a decision's own keys.
+pub(crate) type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 
 /// FNV-1a of some byte strings, mixed (so that nearby inputs land far apart).
 pub(crate) fn of(parts: &[&[u8]]) -> u64 {

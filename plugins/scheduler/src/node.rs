@@ -8,7 +8,9 @@ use crate::quantity;
 use crate::selector::{EncodedLabels, Labels};
 use crate::wire::{Reader, Writer};
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+/// Version, flags, four i64.
+const HEADER: usize = 2 + 4 * 8;
 
 /// `status.allocatable` as numbers: millicores, bytes, bytes, pods.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -78,7 +80,8 @@ pub(crate) struct Taint<'a> {
 /// One node, decoded from its summary without copying.
 #[derive(Clone, Copy)]
 pub(crate) struct NodeInfo<'a> {
-    pub(crate) name: &'a str,
+    /// The name, as bytes (see `name_str`).
+    pub(crate) name: &'a [u8],
     pub(crate) unschedulable: bool,
     pub(crate) allocatable: Allocatable,
     pub(crate) labels: EncodedLabels<'a>,
@@ -87,16 +90,20 @@ pub(crate) struct NodeInfo<'a> {
 }
 
 impl<'a> NodeInfo<'a> {
-    /// The summary `index` files a Node with.
+    /// The summary `index` files a Node with: a fixed header (version,
+    /// flags, allocatable as four little-endian i64), then the name, the
+    /// labels and the taints. Every decision reads hundreds of these, so
+    /// reading one costs a few loads, and nothing is validated or parsed
+    /// until a filter asks for it.
     pub(crate) fn encode(view: &api::NodeView<'_>) -> Vec<u8> {
         let mut w = Writer::new();
         w.u8(VERSION);
-        w.str(&view.metadata.name);
         w.u8(u8::from(view.spec.unschedulable));
         let a = Allocatable::from_list(&view.status.allocatable);
         for v in [a.cpu, a.memory, a.ephemeral, a.pods] {
-            w.ivar(v);
+            w.fixed_i64(v);
         }
+        w.str(&view.metadata.name);
         EncodedLabels::write(&mut w, &view.metadata.labels);
         w.len(view.spec.taints.len());
         for t in &view.spec.taints {
@@ -109,29 +116,38 @@ impl<'a> NodeInfo<'a> {
 
     /// Reads a summary; `None` if it is not one.
     pub(crate) fn decode(buf: &'a [u8]) -> Option<Self> {
-        let mut r = Reader::new(buf);
-        if r.u8()? != VERSION {
+        if buf.len() < HEADER || buf[0] != VERSION {
             return None;
         }
-        let name = r.str()?;
-        let unschedulable = r.u8()? != 0;
-        let allocatable = Allocatable {
-            cpu: r.ivar()?,
-            memory: r.ivar()?,
-            ephemeral: r.ivar()?,
-            pods: r.ivar()?,
+        let at = |i: usize| -> i64 {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&buf[2 + 8 * i..10 + 8 * i]);
+            i64::from_le_bytes(w)
         };
+        let allocatable = Allocatable {
+            cpu: at(0),
+            memory: at(1),
+            ephemeral: at(2),
+            pods: at(3),
+        };
+        let mut r = Reader::new(&buf[HEADER..]);
+        let name = r.bytes()?;
         let labels = EncodedLabels::read(&mut r)?;
         let taint_count = r.len()?;
-        let taint_bytes = r.rest();
         Some(Self {
             name,
-            unschedulable,
+            unschedulable: buf[1] != 0,
             allocatable,
             labels,
             taint_count,
-            taint_bytes,
+            taint_bytes: r.rest(),
         })
+    }
+
+    /// The node's name as text (names are written from text, so this only
+    /// fails on a corrupt summary).
+    pub(crate) fn name_str(&self) -> &'a str {
+        std::str::from_utf8(self.name).unwrap_or("")
     }
 
     /// The node's taints, in the order the node lists them.
@@ -196,7 +212,7 @@ mod tests {
             ],
         );
         let n = NodeInfo::decode(&buf).unwrap();
-        assert_eq!(n.name, "n1");
+        assert_eq!(n.name_str(), "n1");
         assert!(!n.unschedulable);
         assert_eq!(
             n.allocatable,

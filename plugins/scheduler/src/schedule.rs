@@ -136,7 +136,7 @@ pub(crate) fn decide(
     let candidates: Vec<usize> = match node_affinity::pre_filter(pod) {
         node_affinity::PreFilter::All => (0..snap.nodes.len()).collect(),
         node_affinity::PreFilter::Names(names) => (0..snap.nodes.len())
-            .filter(|&i| names.contains(&snap.nodes[i].name))
+            .filter(|&i| names.iter().any(|n| n.as_bytes() == snap.nodes[i].name))
             .collect(),
         node_affinity::PreFilter::Conflict => {
             return Ok(Decision::Unschedulable(fit_error::pre_filter_message(
@@ -201,11 +201,11 @@ pub(crate) fn decide(
             Ok(Decision::Unschedulable(fit_error::message(all, reasons)))
         }
         1 => Ok(Decision::Bind(
-            snap.nodes[search.feasible[0].0].name.to_owned(),
+            snap.nodes[search.feasible[0].0].name_str().to_owned(),
         )),
         _ => {
             let best = select(pod, &snap, &search.feasible, pod_hash);
-            Ok(Decision::Bind(snap.nodes[best].name.to_owned()))
+            Ok(Decision::Bind(snap.nodes[best].name_str().to_owned()))
         }
     }
 }
@@ -267,7 +267,7 @@ impl Search {
             if pending.is_empty() {
                 continue;
             }
-            let names: Vec<&str> = pending.iter().map(|&i| snap.nodes[i].name).collect();
+            let names: Vec<&[u8]> = pending.iter().map(|&i| snap.nodes[i].name).collect();
             let usage = cluster.usage(&names)?;
             stats.usage_reads += names.len();
             for (&i, u) in pending.iter().zip(usage) {
@@ -304,12 +304,7 @@ fn select(
         .iter()
         .zip(&totals)
         .filter(|(_, t)| **t == top)
-        .map(|((i, _), _)| {
-            (
-                hash::mix(pod_hash ^ hash::of(&[snap.nodes[*i].name.as_bytes()])),
-                *i,
-            )
-        })
+        .map(|((i, _), _)| (hash::mix(pod_hash ^ hash::of(&[snap.nodes[*i].name])), *i))
         .max()
         .map_or(feasible[0].0, |(_, i)| i)
 }

@@ -40,8 +40,8 @@ impl Labels for NamespaceByName<'_> {
 /// Looked up by scanning, without decoding anything else.
 #[derive(Clone, Copy)]
 pub(crate) struct EncodedLabels<'a> {
-    pub(crate) count: usize,
-    pub(crate) bytes: &'a [u8],
+    /// The count and the pairs.
+    bytes: &'a [u8],
 }
 
 impl<'a> EncodedLabels<'a> {
@@ -59,12 +59,14 @@ impl<'a> EncodedLabels<'a> {
 
     /// Reads the labels at `r`, leaving `r` after them.
     pub(crate) fn read(r: &mut Reader<'a>) -> Option<Self> {
-        let mut block = Reader::new(r.bytes()?);
-        let count = block.len()?;
-        Some(Self {
-            count,
-            bytes: block.rest(),
-        })
+        Some(Self { bytes: r.bytes()? })
+    }
+
+    /// A reader at the first pair, and the number of pairs.
+    fn pairs(&self) -> (Reader<'a>, usize) {
+        let mut r = Reader::new(self.bytes);
+        let n = r.len().unwrap_or(0);
+        (r, n)
     }
 
     pub(crate) fn get(&self, key: &str) -> Option<&'a [u8]> {
@@ -74,8 +76,8 @@ impl<'a> EncodedLabels<'a> {
     /// The label `key` as slices of the summary: its key and its value.
     /// Topology pairs are kept as these, so counting them copies nothing.
     pub(crate) fn entry(&self, key: &str) -> Option<(&'a [u8], &'a [u8])> {
-        let mut r = Reader::new(self.bytes);
-        for _ in 0..self.count {
+        let (mut r, n) = self.pairs();
+        for _ in 0..n {
             let k = r.bytes()?;
             let v = r.bytes()?;
             if k == key.as_bytes() {
@@ -88,8 +90,7 @@ impl<'a> EncodedLabels<'a> {
     /// Every label, as UTF-8 text (pairs that are not are skipped).
     #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
-        let mut r = Reader::new(self.bytes);
-        let n = self.count;
+        let (mut r, n) = self.pairs();
         (0..n).filter_map(move |_| {
             let k = r.bytes()?;
             let v = r.bytes()?;
@@ -99,8 +100,7 @@ impl<'a> EncodedLabels<'a> {
 
     /// Every label as raw bytes.
     pub(crate) fn iter_bytes(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
-        let mut r = Reader::new(self.bytes);
-        let n = self.count;
+        let (mut r, n) = self.pairs();
         (0..n).map_while(move |_| Some((r.bytes()?, r.bytes()?)))
     }
 }
@@ -371,15 +371,12 @@ impl<'a> NodeSelectorTerm<'a> {
         }
     }
 
-    pub(crate) fn matches(&self, node_name: &str, labels: &impl Labels) -> bool {
+    pub(crate) fn matches(&self, node_name: &[u8], labels: &impl Labels) -> bool {
         if self.invalid || (self.expressions.is_empty() && self.fields.is_empty()) {
             return false;
         }
         self.expressions.iter().all(|r| r.matches(labels))
-            && self
-                .fields
-                .iter()
-                .all(|r| r.matches_value(Some(node_name.as_bytes())))
+            && self.fields.iter().all(|r| r.matches_value(Some(node_name)))
     }
 
     /// The node names this term allows if it pins them with
@@ -475,7 +472,7 @@ mod tests {
             ),
         ];
         for (i, (t, want)) in table.iter().enumerate() {
-            assert_eq!(t.matches("n1", &node), *want, "row {i}: {t:?}");
+            assert_eq!(t.matches(b"n1", &node), *want, "row {i}: {t:?}");
         }
     }
 

@@ -29,7 +29,7 @@ pub(crate) trait Cluster {
     /// The summaries of the bound pods filed under `key`.
     fn pods(&mut self, key: &str) -> Result<Vec<Vec<u8>>, Error>;
     /// What the pods bound to each of `nodes` request there.
-    fn usage(&mut self, nodes: &[&str]) -> Result<Vec<Usage>, Error>;
+    fn usage(&mut self, nodes: &[&[u8]]) -> Result<Vec<Usage>, Error>;
 }
 
 /// The host's indexed caches.
@@ -58,15 +58,18 @@ impl Cluster for HostCache {
         cache::lookup(&pod_kind(), key)
     }
 
-    fn usage(&mut self, nodes: &[&str]) -> Result<Vec<Usage>, Error> {
-        // One buffer for all the keys, sliced: two allocations, not one per node.
-        let mut text = String::with_capacity(nodes.iter().map(|n| n.len() + 2).sum());
+    fn usage(&mut self, nodes: &[&[u8]]) -> Result<Vec<Usage>, Error> {
+        // One buffer for all the keys, sliced: a few allocations, not one
+        // per node, and one UTF-8 check for all of them.
+        let mut bytes = Vec::with_capacity(nodes.iter().map(|n| n.len() + 2).sum());
         let mut ends = Vec::with_capacity(nodes.len());
         for n in nodes {
-            text.push_str("n/");
-            text.push_str(n);
-            ends.push(text.len());
+            bytes.extend_from_slice(b"n/");
+            bytes.extend_from_slice(n);
+            ends.push(bytes.len());
         }
+        let text =
+            String::from_utf8(bytes).map_err(|_| Error::retry("a node name is not UTF-8"))?;
         let mut start = 0;
         let node_keys: Vec<&str> = ends
             .iter()
@@ -161,7 +164,7 @@ fn term_keys(t: &Term<'_>) -> Vec<String> {
 /// The nodes and the looked-up pods of one decision.
 pub(crate) struct Snapshot<'a> {
     pub(crate) nodes: Vec<NodeInfo<'a>>,
-    by_name: FnvMap<&'a str, usize>,
+    by_name: FnvMap<&'a [u8], usize>,
     lookups: &'a Lookups,
     decoded: Cell<usize>,
     with_affinity: OnceCell<WithAffinity<'a>>,
@@ -187,7 +190,9 @@ impl<'a> Snapshot<'a> {
         let by_name = if lookups.is_empty() {
             FnvMap::default()
         } else {
-            nodes.iter().enumerate().map(|(i, n)| (n.name, i)).collect()
+            let mut by_name = FnvMap::with_capacity_and_hasher(nodes.len(), Default::default());
+            by_name.extend(nodes.iter().enumerate().map(|(i, n)| (n.name, i)));
+            by_name
         };
         Self {
             nodes,

@@ -455,3 +455,27 @@ fn a_binding_refused_as_already_assigned_is_done() {
     }));
     assert_eq!(h.reconcile_key(&key("p")).unwrap().writes.len(), 1);
 }
+
+#[test]
+fn big_clusters_are_searched_through_node_shards() {
+    // 150 nodes: a plain pod reads a window of shards through the host's
+    // cache (`nodes/<n>` lookups and the node count in the totals).
+    let mut text = String::new();
+    for i in 0..150 {
+        text += &node_yaml(&format!("n{i:03}"), "4", "8Gi", 110, "");
+    }
+    for i in 0..5 {
+        text += &pod_yaml(&format!("web-{i}"), "app: web", &requests("100m", "64Mi"));
+    }
+    let mut h = H::new().with_objects(&text).unwrap();
+    let node = h.list("v1", "Node").remove(0);
+    let entry = h.index(&node).unwrap();
+    assert_eq!(entry.keys.len(), 2);
+    assert!(entry.keys[1].starts_with("nodes/"));
+    assert_eq!(entry.amounts, [1]);
+    schedule_round(&mut h);
+    let placed: std::collections::BTreeSet<_> = (0..5)
+        .filter_map(|i| node_of(&h, &format!("web-{i}")))
+        .collect();
+    assert_eq!(placed.len(), 5, "{placed:?}");
+}

@@ -175,12 +175,12 @@ impl Cluster for TestCluster {
             .collect())
     }
 
-    fn usage(&mut self, nodes: &[&str]) -> Result<Vec<Usage>, Error> {
+    fn usage(&mut self, nodes: &[&[u8]]) -> Result<Vec<Usage>, Error> {
         self.usage_calls += 1;
         Ok(nodes
             .iter()
             .map(|n| {
-                let key = keys::node(n);
+                let key = keys::node(std::str::from_utf8(n).unwrap());
                 let mut sums = [0i64; 6];
                 for e in self.under(&key) {
                     for (s, a) in sums.iter_mut().zip(&e.amounts) {

@@ -35,6 +35,10 @@ impl Writer {
         self.uvar(((v << 1) ^ (v >> 63)) as u64);
     }
 
+    pub(crate) fn fixed_i64(&mut self, v: i64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
     pub(crate) fn len(&mut self, n: usize) {
         self.uvar(n as u64);
     }
@@ -72,7 +76,18 @@ impl<'a> Reader<'a> {
         Some(b)
     }
 
+    #[inline]
     pub(crate) fn uvar(&mut self) -> Option<u64> {
+        // Most values (lengths, counts, small numbers) fit in one byte.
+        let b = *self.buf.get(self.pos)?;
+        if b < 0x80 {
+            self.pos += 1;
+            return Some(u64::from(b));
+        }
+        self.uvar_long()
+    }
+
+    fn uvar_long(&mut self) -> Option<u64> {
         let mut v = 0u64;
         let mut shift = 0;
         loop {

@@ -46,6 +46,8 @@ fn matches_all(terms: &[Term<'_>], namespace: &str, labels: &impl crate::selecto
 pub(crate) struct FilterState<'a> {
     /// Pairs where bound pods' anti-affinity selects the incoming pod.
     existing_anti: Pairs<'a>,
+    /// The topology keys among them.
+    existing_keys: Vec<&'a [u8]>,
     /// Pairs with pods matching all of the incoming pod's affinity terms.
     affinity: Pairs<'a>,
     /// Pairs with pods matching one of its anti-affinity terms.
@@ -54,8 +56,9 @@ pub(crate) struct FilterState<'a> {
 
 impl<'a> FilterState<'a> {
     pub(crate) fn new(pod: &PodInfo<'_>, snap: &Snapshot<'a>) -> Self {
-        let mut existing_anti = Pairs::default();
         let with = snap.with_affinity();
+        let mut existing_anti =
+            Pairs::with_capacity_and_hasher(with.pods.len(), Default::default());
         // Which topology keys of each distinct set of terms select the pod.
         let selecting: Vec<Vec<&str>> = with
             .terms
@@ -94,6 +97,7 @@ impl<'a> FilterState<'a> {
         }
         let mut anti = Pairs::default();
         for t in &pod.anti_affinity {
+            anti.reserve(snap.nodes.len().min(4096));
             for p in snap.pods_for_term(t) {
                 if t.matches(p.namespace, &p)
                     && let Some((_, node)) = snap.node_of(&p)
@@ -102,8 +106,15 @@ impl<'a> FilterState<'a> {
                 }
             }
         }
+        let mut existing_keys: Vec<&'a [u8]> = Vec::new();
+        for (k, _) in existing_anti.keys() {
+            if !existing_keys.contains(k) {
+                existing_keys.push(k);
+            }
+        }
         Self {
             existing_anti,
+            existing_keys,
             affinity,
             anti,
         }
@@ -120,13 +131,17 @@ impl<'a> FilterState<'a> {
                 return Some(Reason::AntiAffinity);
             }
         }
-        if !self.existing_anti.is_empty()
-            && node
-                .labels
-                .iter_bytes()
-                .any(|pair| self.existing_anti.get(&pair).is_some_and(|n| *n > 0))
-        {
-            return Some(Reason::ExistingAntiAffinity);
+        // (`satisfyExistingPodsAntiAffinity` looks up every label of the
+        // node; only the keys counted can be found.)
+        for key in &self.existing_keys {
+            let Ok(key) = std::str::from_utf8(key) else {
+                continue;
+            };
+            if let Some(pair) = node.labels.entry(key)
+                && self.existing_anti.get(&pair).is_some_and(|n| *n > 0)
+            {
+                return Some(Reason::ExistingAntiAffinity);
+            }
         }
         None
     }

@@ -12,7 +12,7 @@ pub(crate) const REASON: &str = "node(s) didn't match the requested node name";
 
 pub(crate) fn filter(pod: &PodInfo<'_>, node: &NodeInfo<'_>) -> Option<Reason> {
     pod.node_name
-        .is_some_and(|n| n != node.name)
+        .is_some_and(|n| n.as_bytes() != node.name)
         .then_some(Reason::NodeName)
 }
 
