@@ -24,12 +24,14 @@ use crate::{discovery, list, openapi, subresource, watch};
 /// How long a write waits to be stored before the client gets a 504.
 const DURABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Creates `default`, `kube-system` and `kube-public` if missing.
+/// Creates `default`, `kube-system`, `kube-public` and `kube-node-lease`
+/// (where kubelets keep their heartbeat Leases) if missing, as a cluster's
+/// system namespaces controller does.
 pub(crate) fn ensure_system_namespaces(st: &mut State) {
     let Some(res) = st.registry.get_key("/namespaces").cloned() else {
         return;
     };
-    for ns in ["default", "kube-system", "kube-public"] {
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         if st.get("/namespaces", "", ns).is_none() {
             let req = Req {
                 res: &res,

@@ -129,6 +129,40 @@ pub(crate) async fn scale(
     Ok(rq::json(200, &out))
 }
 
+/// What a binding does to its pod, as kube's `setPodHostAndAnnotations`:
+/// the node, the binding's annotations, and `PodScheduled=True` (its
+/// `lastTransitionTime` moving only when the status changes).
+fn bind(pod: &mut Value, node: &str, annotations: &Value) {
+    pod["spec"]["nodeName"] = json!(node);
+    if let Some(add) = annotations.as_object().filter(|a| !a.is_empty()) {
+        let meta = &mut pod["metadata"];
+        if !meta["annotations"].is_object() {
+            meta["annotations"] = json!({});
+        }
+        for (k, v) in add {
+            meta["annotations"][k] = v.clone();
+        }
+    }
+    if !pod["status"].is_object() {
+        pod["status"] = json!({});
+    }
+    let conditions = &mut pod["status"]["conditions"];
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    let list = conditions.as_array_mut().expect("made an array above");
+    let now = crate::time::now_rfc3339();
+    match list.iter_mut().find(|c| c["type"] == "PodScheduled") {
+        Some(c) if c["status"] == "True" => {}
+        Some(c) => {
+            *c = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+        }
+        None => list.push(
+            json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}),
+        ),
+    }
+}
+
 pub(crate) async fn binding(
     ctx: &Ctx,
     name: &str,
@@ -171,9 +205,29 @@ pub(crate) async fn binding(
             ));
         }
         let mut new = old.value.clone();
-        new["spec"]["nodeName"] = json!(node);
+        bind(&mut new, node, &b["metadata"]["annotations"]);
         write::commit_update(&mut st, &ctx.req(), &old, new)?
     };
     ctx.finish(w, 201).await?;
     Ok(rq::json(201, &crate::status::success(None)))
+}
+
+#[cfg(test)]
+mod bind_tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_binding_schedules_the_pod_as_kube_does() {
+        let mut pod = json!({"metadata": {"name": "p"}, "spec": {},
+            "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}});
+        super::bind(&mut pod, "n1", &json!({"a": "b"}));
+        assert_eq!(pod["spec"]["nodeName"], "n1");
+        assert_eq!(pod["metadata"]["annotations"]["a"], "b");
+        let c = &pod["status"]["conditions"][0];
+        assert_eq!((c["type"].as_str(), c["status"].as_str()), (Some("PodScheduled"), Some("True")));
+        assert!(c.get("reason").is_none() && c["lastTransitionTime"].is_string());
+        let mut bare = json!({"metadata": {"name": "p"}, "spec": {}});
+        super::bind(&mut bare, "n2", &serde_json::Value::Null);
+        assert_eq!(bare["status"]["conditions"][0]["status"], "True");
+    }
 }
