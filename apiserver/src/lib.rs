@@ -10,13 +10,17 @@
 //!
 //! See `docs/apiserver.md` for what is supported and how it is built.
 
+mod access;
 mod api;
 mod defaults;
 mod discovery;
 mod durability;
+mod files;
 mod filter;
 mod gc;
+mod limits;
 mod list;
+mod nesting;
 mod object;
 mod openapi;
 mod patch;
@@ -32,11 +36,15 @@ mod subresource;
 mod table;
 mod time;
 mod tls;
+mod token;
+mod update;
 mod validate;
 mod watch;
 mod write;
+mod yaml;
 
 pub use durability::{Durability, ParseDurabilityError};
 pub use server::{Config, Error, RunningServer, start};
 pub use storage::StorageError;
 pub use tls::TlsError;
+pub use token::TokenError;

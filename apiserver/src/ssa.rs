@@ -6,16 +6,16 @@
 //! the strategic merge patch uses; other lists are atomic.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
 use crate::object::meta_mut;
 use crate::patch;
 use crate::status::{ApiError, ApiResult};
-use crate::store::{Obj, State};
+use crate::store::Obj;
 use crate::time::now_rfc3339;
-use crate::write::{self, Part, Req, Written};
+use crate::update::Next;
+use crate::write::{self, Part, Req};
 
 type Path = Vec<String>;
 type FieldSet = BTreeSet<Path>;
@@ -326,18 +326,18 @@ fn conflicts(
     out
 }
 
-/// Server-side apply of `applied` by `manager`.
-#[allow(clippy::too_many_arguments)]
+/// Server-side apply of `applied` by `manager` to `existing`: the object to
+/// create or the successor to store. Computed without the store's lock
+/// (see `update.rs`).
 pub(crate) fn apply(
-    st: &mut State,
     req: &Req<'_>,
     name: &str,
-    existing: Option<Arc<Obj>>,
+    existing: Option<&Obj>,
     mut applied: Value,
     manager: &str,
     force: bool,
     part: Part,
-) -> ApiResult<(Written, u16)> {
+) -> ApiResult<Next> {
     write::check_identity(req, &mut applied)?;
     if applied["metadata"]["name"]
         .as_str()
@@ -363,7 +363,7 @@ pub(crate) fn apply(
         let mut obj = applied;
         meta_mut(&mut obj).remove("managedFields");
         store_entries(&mut obj, &[mine]);
-        return Ok((write::create(st, req, obj)?, 201));
+        return Ok(Next::Create(obj));
     };
     let mut es = entries(&old.value);
     let found = conflicts(&old.value, &applied_set, &applied, manager, &es);
@@ -431,8 +431,7 @@ pub(crate) fn apply(
         None => es.push(mine),
     }
     store_entries(&mut new, &es);
-    let new = write::merge_parts(req, &old.value, new, part);
-    Ok((write::commit_update(st, req, &old, new)?, 200))
+    Ok(Next::Update(write::merge_parts(req, &old.value, new, part)))
 }
 
 #[cfg(test)]
