@@ -21,8 +21,8 @@ pub(crate) const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 /// operations of one patch may add in total.
 pub(crate) const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
 
-/// Refuses a decoded request body nested deeper than [`MAX_DEPTH`] (a YAML
-/// or protobuf body can be; JSON is refused by its parser).
+/// Refuses a decoded request body nested deeper than [`MAX_DEPTH`] (JSON's
+/// parser already stops at 127 levels).
 pub(crate) fn check_body_depth(v: &Value) -> ApiResult<()> {
     match nesting::too_deep(v, MAX_DEPTH) {
         None => Ok(()),
@@ -44,7 +44,7 @@ pub(crate) fn check_stored(kind: &str, target: Target<'_>, obj: &Value) -> ApiRe
             &[(
                 display_path(&path).to_owned(),
                 format!(
-                    "Invalid value: nested deeper than {MAX_DEPTH} levels, the most a client can send back"
+                    "Invalid value: nested deeper than {MAX_DEPTH} levels, the most every client can read back in a list or watch"
                 ),
             )],
         ));

@@ -8,11 +8,13 @@
 use serde_json::{Map, Value};
 
 /// How deep an object may nest: objects and arrays inside each other, the
-/// outermost counting 1. `serde_json` refuses to parse more than 127 (its
-/// default recursion limit), so nothing deeper may be stored: a client must
-/// always be able to send back what it read. (kube-apiserver's JSON decoder
-/// allows 10,000; no built-in kind comes near either.)
-pub(crate) const MAX_DEPTH: usize = 127;
+/// outermost counting 1. `serde_json` (kube-rs, this server) parses at most
+/// 127 levels by default, and the deepest response that carries an object
+/// wraps it in 4 more (a watch event of a Table: event, Table, rows, row),
+/// so an object may nest 123: every client can read back, list and watch
+/// whatever it stored. (kube-apiserver's JSON decoder allows 10,000, and
+/// client-go reads that much; no built-in kind comes near either.)
+pub(crate) const MAX_DEPTH: usize = 123;
 
 /// The nesting depth of `v`: 0 for a scalar, 1 for `{}` or `[1]`.
 pub(crate) fn depth(v: &Value) -> usize {

@@ -65,7 +65,18 @@ fn item_key(field: &str, item: &Value) -> Option<String> {
     Some(format!("k:{}", json!({ key: id })))
 }
 
+/// The longest field path tracked: a path of `n` segments nests `n + 1`
+/// levels in `fieldsV1`, itself 4 levels into the object
+/// (`metadata.managedFields[i].fieldsV1`), and the object may nest at most
+/// `MAX_DEPTH`. Anything deeper is owned as a whole, at this depth.
+const MAX_FIELD_PATH: usize = crate::nesting::MAX_DEPTH - 5;
+
 fn collect(v: &Value, field: &str, prefix: &mut Path, out: &mut FieldSet) {
+    // Room for two more segments (a keyed item and its field) or none.
+    if prefix.len() + 2 > MAX_FIELD_PATH {
+        out.insert(prefix.clone());
+        return;
+    }
     match v {
         Value::Object(m) if !m.is_empty() => {
             for (k, x) in m {
@@ -480,5 +491,28 @@ mod tests {
         );
         remove_at(&mut v, &["f:spec".into(), "f:x".into()]);
         assert_eq!(v, json!({"spec": {"containers": [{"name": "b"}]}}));
+    }
+
+    /// However deep the object, its managed fields nest no deeper than an
+    /// object may: paths stop at MAX_FIELD_PATH segments.
+    #[test]
+    fn field_paths_stop_short_of_the_depth_limit() {
+        let mut v = json!("leaf");
+        for i in 0..crate::nesting::MAX_DEPTH {
+            v = if i % 2 == 0 {
+                json!({ "a": v })
+            } else {
+                json!({ "containers": [{"name": format!("c{i}"), "x": v}] })
+            };
+        }
+        let mut obj = json!({"metadata": {"name": "deep"}, "spec": v});
+        record_update(&Value::Null, &mut obj, "m", "v1");
+        let depth = crate::nesting::depth(&obj["metadata"]);
+        assert!(depth < crate::nesting::MAX_DEPTH, "{depth}");
+        assert!(
+            field_set(&obj, false)
+                .iter()
+                .all(|p| p.len() <= MAX_FIELD_PATH)
+        );
     }
 }

@@ -81,6 +81,19 @@ impl Queue {
             }
             return;
         }
+        // While commits fail, a new write waits behind the failing ones:
+        // its client hears at once that it is not yet stored, rather than
+        // waiting out its timeout.
+        let ack = match (&p.failing, ack) {
+            (Some(e), Some(ack)) => {
+                let _ = ack.send(Err(format!(
+                    "storage is failing ({e}); the write is queued behind {} others and may still be applied",
+                    p.writes.len() + p.in_flight
+                )));
+                None
+            }
+            (_, ack) => ack,
+        };
         p.writes.push((record, ack));
         let wake = std::mem::take(&mut p.idle);
         drop(p);
@@ -474,16 +487,33 @@ mod tests {
             "{:?}",
             s.backlog()
         );
-        let (tx2, mut rx2) = oneshot::channel();
+        // A write arriving while commits fail hears so at once, and waits
+        // behind the failing one.
+        let (tx2, rx2) = oneshot::channel();
         s.append(
             record(RESTART_GAP + 2, "/configmaps/a/x", Some("2")),
             Some(tx2),
         );
+        let second = rx2.await.unwrap();
+        assert!(
+            second
+                .as_ref()
+                .is_err_and(|e| e.contains("queued behind 1")),
+            "{second:?}"
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(rx2.try_recv().is_err(), "nothing newer is stored meanwhile");
+        assert_eq!(
+            s.backlog().unwrap().writes,
+            2,
+            "nothing newer is stored meanwhile"
+        );
         // The lock goes away: the failed write lands first, then the next.
         blocker.execute_batch("ROLLBACK").unwrap();
-        rx2.await.unwrap().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while s.backlog().unwrap().writes > 0 {
+            assert!(std::time::Instant::now() < deadline, "{:?}", s.backlog());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let backlog = s.backlog().unwrap();
         assert_eq!((backlog.writes, backlog.failing), (0, None));
         s.close();
