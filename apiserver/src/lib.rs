@@ -24,6 +24,8 @@ mod nesting;
 mod object;
 mod openapi;
 mod patch;
+#[cfg(test)]
+mod properties;
 mod proto;
 mod request;
 mod resources;

@@ -48,14 +48,21 @@ pub(crate) fn from_slice_within(source: &[u8], max_bytes: usize) -> Result<Value
         refused: None,
     };
     let de = serde_yaml_ng::Deserializer::from_slice(source);
-    match (Node {
+    let result = (Node {
         budget: &mut budget,
     })
-    .deserialize(de)
-    {
-        Ok(v) => Ok(v),
-        Err(e) => Err(budget.refused.take().unwrap_or(YamlError::Syntax(e))),
-    }
+    .deserialize(de);
+    result.map_err(|e| {
+        budget.refused.take().unwrap_or_else(|| {
+            // serde_yaml_ng's own bound on alias jumps (a hundred per
+            // event): the same excess, in go-yaml's words.
+            if e.to_string().starts_with("repetition limit exceeded") {
+                YamlError::ExcessiveAliasing
+            } else {
+                YamlError::Syntax(e)
+            }
+        })
+    })
 }
 
 /// Below go-yaml's checks: fewer repeats or nodes than these are never refused.
