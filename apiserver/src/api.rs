@@ -533,8 +533,7 @@ async fn patch_object(
         return Err(ApiError::unsupported_media(ct));
     }
     let patch: Value = if kind == PatchKind::Apply {
-        let v = yaml::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        let v = yaml::from_slice(body).map_err(|e| e.to_api())?;
         limits::check_body_depth(&v)?;
         v
     } else {

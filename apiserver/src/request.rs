@@ -94,8 +94,7 @@ pub(crate) fn decode_body(ct: &str, bytes: &[u8]) -> ApiResult<Value> {
     let v = if mime == "application/vnd.kubernetes.protobuf" {
         crate::proto::decode(bytes).map_err(|e| ApiError::new(415, "UnsupportedMediaType", e))?
     } else if mime.ends_with("yaml") {
-        crate::yaml::from_slice(bytes)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
+        crate::yaml::from_slice(bytes).map_err(|e| e.to_api())?
     } else if mime.is_empty() || mime.ends_with("json") || mime == "*/*" {
         serde_json::from_slice(bytes).map_err(|e| {
             ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
@@ -136,7 +135,13 @@ pub(crate) fn json(code: u16, v: &Value) -> Response<RespBody> {
 }
 
 pub(crate) fn error(e: &ApiError) -> Response<RespBody> {
-    json(e.code, &e.to_status())
+    let mut r = json(e.code, &e.to_status());
+    if e.code == 429 {
+        // As kube-apiserver: client-go waits this long, then retries.
+        r.headers_mut()
+            .insert("retry-after", hyper::header::HeaderValue::from_static("1"));
+    }
+    r
 }
 
 pub(crate) fn text_owned(code: u16, t: String) -> Response<RespBody> {

@@ -17,7 +17,10 @@
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
+use tokio::sync::Semaphore;
+
 use crate::limits::MAX_OBJECT_BYTES;
+use crate::status::ApiError;
 
 /// Why a YAML body was refused.
 #[derive(Debug, thiserror::Error)]
@@ -31,10 +34,39 @@ pub(crate) enum YamlError {
         "the YAML document expands to more than {limit} bytes of JSON, the most a stored object may hold"
     )]
     TooLarge { limit: usize },
+    /// Two large bodies are being decoded already (429).
+    #[error("Too many requests, please try again later.")]
+    Busy,
 }
+
+impl YamlError {
+    /// The `Status` a client gets: 429 when busy, else 400 (as
+    /// kube-apiserver answers a body it cannot decode).
+    pub(crate) fn to_api(&self) -> ApiError {
+        match self {
+            Self::Busy => ApiError::new(429, "TooManyRequests", self.to_string()),
+            e => ApiError::bad_request(format!("error decoding YAML: {e}")),
+        }
+    }
+}
+
+/// A body larger than this counts as large: `serde_yaml_ng` reads the
+/// whole document into events before converting it, about 80 bytes of
+/// memory per byte of a dense document and 160 for deep nesting, so 3 MiB
+/// can briefly take 500 MB. At most [`LARGE_AT_ONCE`] large bodies are
+/// decoded at a time; more get `429` (clients retry after `Retry-After`).
+/// kubectl's YAML is far smaller (it sends JSON for most requests).
+const LARGE: usize = 256 * 1024;
+const LARGE_AT_ONCE: usize = 2;
+static LARGE_DECODES: Semaphore = Semaphore::const_new(LARGE_AT_ONCE);
 
 /// Decodes one YAML document into its JSON value.
 pub(crate) fn from_slice(source: &[u8]) -> Result<Value, YamlError> {
+    let _permit = if source.len() > LARGE {
+        Some(LARGE_DECODES.try_acquire().map_err(|_| YamlError::Busy)?)
+    } else {
+        None
+    };
     from_slice_within(source, MAX_OBJECT_BYTES)
 }
 
@@ -302,5 +334,24 @@ mod tests {
             from_slice_within(plain.as_bytes(), 5_000),
             Err(YamlError::TooLarge { .. })
         ));
+    }
+
+    /// The limit: two bodies over 256 KiB decoded at once; a third waits
+    /// its turn as a 429.
+    #[test]
+    fn large_bodies_take_turns() {
+        let big = format!("a: {}\n", "x".repeat(300_000));
+        let held = LARGE_DECODES
+            .try_acquire_many(LARGE_AT_ONCE as u32)
+            .unwrap();
+        let err = from_slice(big.as_bytes()).unwrap_err();
+        assert!(matches!(err, YamlError::Busy));
+        assert_eq!(err.to_api().code, 429);
+        assert!(
+            from_slice(b"small: yes").is_ok(),
+            "small bodies do not wait"
+        );
+        drop(held);
+        assert!(from_slice(big.as_bytes()).is_ok());
     }
 }
