@@ -497,6 +497,23 @@ async fn slow_clients_are_cut_off() {
     .await
     .unwrap();
     let addr = server.addr();
+    // A watch is not a slow client: it outlives the header timeout.
+    let http = Http::new(addr);
+    let rv = server.current_revision();
+    let mut watch = http
+        .watch(&format!("{CMS}?watch=true&resourceVersion={rv}"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let cm =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after-the-timeout"}});
+    assert_eq!(http.post(CMS, &cm).await.0, 201);
+    let ev = watch
+        .next(Duration::from_secs(10))
+        .await
+        .expect("the watch is still open");
+    assert_eq!(ev["object"]["metadata"]["name"], "after-the-timeout");
+    drop((watch, http));
     let (closed, status) = tokio::task::spawn_blocking(move || {
         // Headers that never end.
         let mut slow = connect(addr);
