@@ -60,25 +60,33 @@ pub(crate) async fn scale(
     ct: &str,
     body: &[u8],
 ) -> ApiResult<Response<RespBody>> {
+    // The body is decoded before taking the store's lock.
+    let input = match *m {
+        Method::GET => None,
+        Method::PUT => Some((None, rq::decode_body(ct, body)?)),
+        Method::PATCH => {
+            let kind =
+                PatchKind::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media(ct))?;
+            let p: Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            Some((Some(kind), p))
+        }
+        _ => return Err(ApiError::method_not_supported(ctx.target(name), m.as_str())),
+    };
     let w = {
         let mut st = ctx.shared.lock();
         let old = st
             .get(&ctx.res.key(), &ctx.ns, name)
             .ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
         let current = scale_of(&ctx.res, &ctx.version, &old.value);
-        let desired = match *m {
-            Method::GET => return Ok(rq::json(200, &current)),
-            Method::PUT => rq::decode_body(ct, body)?,
-            Method::PATCH => {
-                let kind = PatchKind::from_content_type(ct)
-                    .ok_or_else(|| ApiError::unsupported_media(ct))?;
-                let p: Value = serde_json::from_slice(body)
-                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+        // A Scale is a few fields: patching it under the lock is cheap.
+        let desired = match input {
+            None => return Ok(rq::json(200, &current)),
+            Some((None, body)) => body,
+            Some((Some(kind), p)) => {
                 let mut s = current.clone();
                 match kind {
-                    PatchKind::Json => {
-                        patch::json_patch(&mut s, &p).map_err(ApiError::bad_request)?
-                    }
+                    PatchKind::Json => crate::api::json_patched(&mut s, p)?,
                     PatchKind::Strategic => {
                         patch::strategic(&mut s, &p).map_err(ApiError::bad_request)?
                     }
@@ -86,7 +94,6 @@ pub(crate) async fn scale(
                 }
                 s
             }
-            _ => return Err(ApiError::method_not_supported(ctx.target(name), m.as_str())),
         };
         if let Some(rv) = desired["metadata"]["resourceVersion"]
             .as_str()
