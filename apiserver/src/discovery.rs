@@ -1,8 +1,11 @@
-//! Discovery documents: `/api`, `/apis`, group and resource lists, `/version`.
+//! Discovery documents: `/api`, `/apis`, group and resource lists,
+//! `/version`, and the aggregated form of `/api` and `/apis`
+//! (`apidiscovery.k8s.io` `APIGroupDiscoveryList`) that kubectl and client
+//! libraries ask for first.
 
 use serde_json::{Value, json};
 
-use crate::resources::Registry;
+use crate::resources::{Registry, Resource};
 
 pub(crate) fn api_versions(server: &str) -> Value {
     json!({"kind": "APIVersions", "versions": ["v1"],
@@ -53,19 +56,14 @@ pub(crate) fn resource_list(reg: &Registry, group: &str, version: &str) -> Optio
             main["categories"] = json!(r.categories);
         }
         resources.push(main);
-        if r.status {
-            resources.push(json!({"name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced,
-                "kind": r.kind, "verbs": ["get", "patch", "update"]}));
-        }
-        if r.scale.is_some() {
-            resources.push(json!({"name": format!("{}/scale", r.plural), "singularName": "", "namespaced": r.namespaced,
-                "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
-        }
-        if group.is_empty() && r.plural == "pods" {
-            resources.push(
-                json!({"name": "pods/binding", "singularName": "", "namespaced": true,
-                "kind": "Binding", "verbs": ["create"]}),
-            );
+        for sub in subresources(r) {
+            let mut v = json!({"name": format!("{}/{}", r.plural, sub.name), "singularName": "",
+                "namespaced": r.namespaced, "kind": sub.kind, "verbs": sub.verbs});
+            if let Some((g, ver)) = sub.group_version {
+                v["group"] = json!(g);
+                v["version"] = json!(ver);
+            }
+            resources.push(v);
         }
     }
     if resources.is_empty() {
@@ -81,9 +79,143 @@ pub(crate) fn resource_list(reg: &Registry, group: &str, version: &str) -> Optio
     )
 }
 
+/// A subresource as discovery lists it.
+struct Sub {
+    name: &'static str,
+    kind: String,
+    /// When its kind is of another group and version than the resource's.
+    group_version: Option<(&'static str, &'static str)>,
+    verbs: Vec<&'static str>,
+}
+
+/// The subresources `r` serves.
+fn subresources(r: &Resource) -> Vec<Sub> {
+    let mut out = Vec::new();
+    let read_write = || vec!["get", "patch", "update"];
+    if r.status {
+        out.push(Sub {
+            name: "status",
+            kind: r.kind.clone(),
+            group_version: None,
+            verbs: read_write(),
+        });
+    }
+    if r.scale.is_some() {
+        out.push(Sub {
+            name: "scale",
+            kind: "Scale".into(),
+            group_version: Some(("autoscaling", "v1")),
+            verbs: read_write(),
+        });
+    }
+    match (r.group.as_str(), r.plural.as_str()) {
+        ("", "pods") => out.push(Sub {
+            name: "binding",
+            kind: "Binding".into(),
+            group_version: None,
+            verbs: vec!["create"],
+        }),
+        ("", "serviceaccounts") => out.push(Sub {
+            name: "token",
+            kind: "TokenRequest".into(),
+            group_version: Some(("authentication.k8s.io", "v1")),
+            verbs: vec!["create"],
+        }),
+        ("certificates.k8s.io", "certificatesigningrequests") => out.push(Sub {
+            name: "approval",
+            kind: r.kind.clone(),
+            group_version: None,
+            verbs: read_write(),
+        }),
+        _ => {}
+    }
+    out
+}
+
+/// Which aggregated discovery version `accept` asks for, if any (kubectl
+/// asks for `v2`, then `v2beta1`, then the legacy documents).
+pub(crate) fn aggregated(accept: &str) -> Option<&'static str> {
+    for range in accept.split(',') {
+        let params: Vec<&str> = range.split(';').map(str::trim).collect();
+        let has = |p: &str| params.contains(&p);
+        if has("g=apidiscovery.k8s.io") && has("as=APIGroupDiscoveryList") {
+            if has("v=v2") {
+                return Some("v2");
+            }
+            if has("v=v2beta1") {
+                return Some("v2beta1");
+            }
+        }
+    }
+    None
+}
+
+/// The `APIGroupDiscoveryList` of `/api` (`core`) or `/apis`, in `version`
+/// of `apidiscovery.k8s.io`.
+pub(crate) fn aggregated_list(reg: &Registry, core: bool, version: &str) -> Value {
+    let groups: Vec<(String, Vec<String>)> = if core {
+        vec![(String::new(), vec!["v1".into()])]
+    } else {
+        reg.groups()
+    };
+    let items: Vec<Value> = groups
+        .iter()
+        .map(|(g, versions)| {
+            let vs: Vec<Value> = versions
+                .iter()
+                .map(|v| {
+                    let resources: Vec<Value> = reg
+                        .all()
+                        .filter(|r| r.group == *g && r.versions.iter().any(|x| x == v))
+                        .map(|r| aggregated_resource(r, v))
+                        .collect();
+                    json!({"version": v, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            let mut meta = json!({"creationTimestamp": null});
+            if !g.is_empty() {
+                meta["name"] = json!(g);
+            }
+            json!({"metadata": meta, "versions": vs})
+        })
+        .collect();
+    json!({"kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{version}"),
+        "metadata": {}, "items": items})
+}
+
+fn aggregated_resource(r: &Resource, version: &str) -> Value {
+    let mut v = json!({
+        "resource": r.plural,
+        "responseKind": {"group": r.group, "version": version, "kind": r.kind},
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": r.verbs(),
+    });
+    if !r.short_names.is_empty() {
+        v["shortNames"] = json!(r.short_names);
+    }
+    if !r.categories.is_empty() {
+        v["categories"] = json!(r.categories);
+    }
+    let subs: Vec<Value> = subresources(r)
+        .into_iter()
+        .map(|s| {
+            let (g, ver) = s.group_version.unwrap_or((r.group.as_str(), version));
+            json!({"subresource": s.name, "responseKind": {"group": g, "version": ver, "kind": s.kind}, "verbs": s.verbs})
+        })
+        .collect();
+    if !subs.is_empty() {
+        v["subresources"] = json!(subs);
+    }
+    v
+}
+
+/// The Kubernetes version the server says it is.
+pub(crate) const GIT_VERSION: &str = "v1.32.0-windlass";
+
 pub(crate) fn version() -> Value {
     json!({
-        "major": "1", "minor": "32", "gitVersion": "v1.32.0-windlass", "gitCommit": "windlass",
+        "major": "1", "minor": "32", "gitVersion": GIT_VERSION, "gitCommit": "windlass",
         "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "n/a",
         "compiler": "rustc", "platform": format!("{}/{}", std::env::consts::OS, if cfg!(target_arch = "x86_64") { "amd64" } else { std::env::consts::ARCH }),
     })
@@ -117,6 +249,16 @@ mod tests {
                 .any(|r| r["name"] == "deployments/scale")
         );
         assert!(resource_list(&reg, "apps", "v2").is_none());
+        let sa = resource_list(&reg, "", "v1").unwrap();
+        assert!(
+            sa["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["name"] == "serviceaccounts/token"
+                    && r["group"] == "authentication.k8s.io"
+                    && r["kind"] == "TokenRequest")
+        );
         assert!(
             group_list(&reg)["groups"]
                 .as_array()
@@ -124,5 +266,47 @@ mod tests {
                 .iter()
                 .any(|g| g["name"] == "apps")
         );
+    }
+
+    #[test]
+    fn aggregated_discovery_lists_groups_with_their_resources() {
+        let accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(aggregated(accept), Some("v2"));
+        assert_eq!(aggregated("application/json"), None);
+        let reg = Registry::with_builtins();
+        let apis = aggregated_list(&reg, false, "v2");
+        assert_eq!(apis["apiVersion"], "apidiscovery.k8s.io/v2");
+        let apps = apis["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["metadata"]["name"] == "apps")
+            .unwrap();
+        let deploy = apps["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == "deployments")
+            .unwrap();
+        assert_eq!(deploy["scope"], "Namespaced");
+        assert_eq!(deploy["responseKind"]["kind"], "Deployment");
+        assert!(deploy["subresources"].as_array().unwrap().iter().any(|s| s["subresource"] == "scale"
+            && s["responseKind"]["group"] == "autoscaling"));
+        let core = aggregated_list(&reg, true, "v2");
+        assert_eq!(core["items"][0]["versions"][0]["version"], "v1");
+        assert!(core["items"][0]["metadata"].get("name").is_none());
+        let hpa = apis["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["metadata"]["name"] == "autoscaling")
+            .unwrap();
+        let versions: Vec<&str> = hpa["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["version"].as_str().unwrap())
+            .collect();
+        assert_eq!(versions, ["v2", "v1"]);
     }
 }

@@ -3,13 +3,15 @@
 use serde_json::Value;
 use windlass_selector::{FieldSelector, LabelSelector};
 
-use crate::object;
 use crate::request::Query;
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 
 #[derive(Debug, Clone)]
 pub(crate) struct Filter {
+    /// The resource's group and plural (which fields mean what).
+    group: String,
+    plural: String,
     ns: Option<String>,
     labels: LabelSelector,
     fields: FieldSelector,
@@ -36,19 +38,11 @@ impl Filter {
         }
         let fields = FieldSelector::parse(&fs).map_err(|e| ApiError::bad_request(e.to_string()))?;
         for r in fields.requirements() {
-            let f = r.field();
-            if f != "metadata.name" && f != "metadata.namespace" && !res.extra_fields().contains(&f)
-            {
-                return Err(ApiError::bad_request(format!(
-                    "\"{f}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"{}",
-                    res.extra_fields()
-                        .iter()
-                        .map(|x| format!(", \"{x}\""))
-                        .collect::<String>()
-                )));
-            }
+            crate::fields::check(res, r.field()).map_err(ApiError::bad_request)?;
         }
         Ok(Self {
+            group: res.group.clone(),
+            plural: res.plural.clone(),
             ns: ns.map(str::to_owned),
             labels,
             fields,
@@ -75,15 +69,9 @@ impl Filter {
         let labels = &meta["labels"];
         self.labels
             .matches(|k| labels.get(k).and_then(Value::as_str))
-            && self.fields.matches(|f| {
-                Some(match f {
-                    "metadata.name" => meta["name"].as_str().unwrap_or_default().to_owned(),
-                    "metadata.namespace" => {
-                        meta["namespace"].as_str().unwrap_or_default().to_owned()
-                    }
-                    other => object::field_string(v, other),
-                })
-            })
+            && self
+                .fields
+                .matches(|f| Some(crate::fields::value(&self.group, &self.plural, v, f)))
     }
 }
 

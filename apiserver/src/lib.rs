@@ -12,12 +12,17 @@
 
 mod access;
 mod api;
+mod certificates;
+mod convert;
 mod defaults;
 mod discovery;
 mod durability;
+mod fields;
 mod files;
 mod filter;
 mod gc;
+mod handlers;
+mod intake;
 mod limits;
 mod list;
 mod nesting;
@@ -27,14 +32,19 @@ mod patch;
 #[cfg(test)]
 mod properties;
 mod proto;
+mod represent;
 mod request;
 mod resources;
+mod reviews;
+mod satoken;
+mod schema;
 mod server;
 mod ssa;
 mod status;
 mod storage;
 mod store;
 mod subresource;
+mod system;
 mod table;
 mod time;
 mod tls;
@@ -46,6 +56,7 @@ mod write;
 mod yaml;
 
 pub use durability::{Durability, ParseDurabilityError};
+pub use satoken::KeyError;
 pub use server::{Config, Error, RunningServer, start};
 pub use storage::StorageError;
 pub use tls::TlsError;

@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::api::Ctx;
 use crate::filter::Filter;
+use crate::represent::{self, Shape};
 use crate::request::{self as rq, RespBody};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Obj, RvError};
@@ -133,15 +134,23 @@ pub(crate) fn list(ctx: &Ctx, ns: Option<&str>) -> ApiResult<Response<RespBody>>
             selected.push(o);
         }
     }
-    if ctx.table {
-        let t = table::table(
-            &ctx.res,
-            selected.iter().map(|o| &o.value),
-            Some(at.to_string()),
-            cont,
-            true,
-        );
-        return Ok(rq::json(200, &t));
+    match ctx.shape {
+        Shape::Table => {
+            let t = table::table(
+                &ctx.res,
+                selected.iter().map(|o| &o.value),
+                Some(at.to_string()),
+                cont,
+                true,
+            );
+            return Ok(rq::json(200, &t));
+        }
+        Shape::Metadata => {
+            let l =
+                represent::partial_list(selected.iter().map(|o| &o.value), at.to_string(), cont);
+            return Ok(rq::json(200, &l));
+        }
+        Shape::Object => {}
     }
     let mut meta = json!({"resourceVersion": at.to_string()});
     if let Some(c) = cont {

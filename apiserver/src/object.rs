@@ -85,23 +85,6 @@ pub(crate) fn name_suffix() -> String {
         .collect()
 }
 
-/// Reads a dotted path (`spec.nodeName`) as the string a field selector compares.
-pub(crate) fn field_string(v: &Value, path: &str) -> String {
-    let mut cur = v;
-    for p in path.split('.') {
-        match cur.get(p) {
-            Some(n) => cur = n,
-            None => return String::new(),
-        }
-    }
-    match cur {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        Value::Bool(b) => b.to_string(),
-        other => other.to_string(),
-    }
-}
-
 /// Everything but `metadata` and `status`: what bumps `generation`.
 pub(crate) fn spec_part(v: &Value) -> Map<String, Value> {
     v.as_object()
@@ -119,7 +102,6 @@ pub(crate) fn spec_part(v: &Value) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn uids_are_v4() {
@@ -136,13 +118,5 @@ mod tests {
         );
         assert_ne!(u, new_uid());
         assert_eq!(name_suffix().len(), 5);
-    }
-
-    #[test]
-    fn field_strings() {
-        let p = json!({"spec": {"nodeName": "n1", "hostNetwork": true}});
-        assert_eq!(field_string(&p, "spec.nodeName"), "n1");
-        assert_eq!(field_string(&p, "spec.hostNetwork"), "true");
-        assert_eq!(field_string(&p, "status.phase"), "");
     }
 }

@@ -203,15 +203,15 @@ proptest! {
 
     #[test]
     fn protobuf_decoding_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
-        let _ = crate::proto::decode(&bytes);
-        let _ = crate::proto::decode(&[b"k8s\0".as_slice(), &bytes].concat());
+        let _ = crate::proto::decode(&bytes, None);
+        let _ = crate::proto::decode(&[b"k8s\0".as_slice(), &bytes].concat(), None);
     }
 
     /// Output bounded by input: at most 16 bytes of JSON per byte of protobuf.
     #[test]
     fn protobuf_messages_decode_within_bounds(kind in 0..5usize, raw in wire_message(4)) {
         let body = envelope(kind, &raw);
-        if let Ok(v) = crate::proto::decode(&body) {
+        if let Ok(v) = crate::proto::decode(&body, None) {
             prop_assert!(nesting::json_len(&v) <= 16 * body.len() + 256);
         }
     }

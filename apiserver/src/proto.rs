@@ -417,8 +417,10 @@ fn message(name: &str, b: &[u8], schema: &Schema) -> Result<Map<String, Value>, 
     Ok(obj)
 }
 
-/// Decodes a protobuf-encoded object into its JSON form.
-pub(crate) fn decode(b: &[u8]) -> Result<Value, String> {
+/// Decodes a protobuf-encoded object into its JSON form. An envelope that
+/// leaves out its type is taken to be of `default` (`apiVersion`, `kind`),
+/// as kube's decoder defaults it from the URL.
+pub(crate) fn decode(b: &[u8], default: Option<(&str, &str)>) -> Result<Value, String> {
     let rest = b
         .strip_prefix(MAGIC)
         .ok_or("missing the k8s protobuf magic prefix")?;
@@ -442,6 +444,14 @@ pub(crate) fn decode(b: &[u8]) -> Result<Value, String> {
                 ));
             }
             _ => {}
+        }
+    }
+    if let Some((a, k)) = default {
+        if api_version.is_empty() {
+            api_version = a.to_owned();
+        }
+        if kind.is_empty() {
+            kind = k.to_owned();
         }
     }
     let schema = schema();
@@ -544,7 +554,7 @@ mod tests {
             field(3, &[field(1, b"b"), field(2, b"\x00\x01")].concat()),
         ]
         .concat();
-        let v = decode(&envelope("v1", "ConfigMap", &raw)).unwrap();
+        let v = decode(&envelope("v1", "ConfigMap", &raw), None).unwrap();
         assert_eq!(
             v,
             json!({
@@ -591,7 +601,7 @@ mod tests {
             field(3, b""),
         ]
         .concat();
-        let v = decode(&envelope("apps/v1", "Deployment", &raw)).unwrap();
+        let v = decode(&envelope("apps/v1", "Deployment", &raw), None).unwrap();
         assert_eq!(v["spec"]["replicas"], 0, "{v:#}");
         assert_eq!(v["spec"]["selector"]["matchLabels"]["app"], "web");
         assert_eq!(
@@ -618,7 +628,7 @@ mod tests {
         let path = [field(1, b"/bar"), field(2, &backend), field(3, b"Prefix")].concat();
         let rule = [field(1, b"foo.com"), field(2, &field(1, &field(1, &path)))].concat();
         let raw = [field(1, &meta("i", &[])), field(2, &field(3, &rule))].concat();
-        let v = decode(&envelope("networking.k8s.io/v1", "Ingress", &raw)).unwrap();
+        let v = decode(&envelope("networking.k8s.io/v1", "Ingress", &raw), None).unwrap();
         let rule = &v["spec"]["rules"][0];
         assert_eq!(rule["host"], "foo.com");
         assert_eq!(
@@ -627,11 +637,15 @@ mod tests {
         );
         // A negative number and a timestamp.
         let raw = [field(1, &meta("pc", &[])), int(2, -5), field(4, b"low")].concat();
-        let v = decode(&envelope("scheduling.k8s.io/v1", "PriorityClass", &raw)).unwrap();
+        let v = decode(
+            &envelope("scheduling.k8s.io/v1", "PriorityClass", &raw),
+            None,
+        )
+        .unwrap();
         assert_eq!(v["value"], -5);
         let mut m = meta("t", &[]);
         m.extend(field(9, &[int(1, 1_700_000_000), int(2, 0)].concat()));
-        let v = decode(&envelope("v1", "ConfigMap", &field(1, &m))).unwrap();
+        let v = decode(&envelope("v1", "ConfigMap", &field(1, &m)), None).unwrap();
         assert_eq!(v["metadata"]["deletionTimestamp"], "2023-11-14T22:13:20Z");
         assert_eq!(go_duration(90 * 60 * 1_000_000_000), "1h30m0s");
         assert_eq!(go_duration(1_500_000_000), "1.5s");
@@ -642,21 +656,21 @@ mod tests {
     fn refuses_what_it_cannot_read_whole() {
         // A field this server does not know, with a value: refused, not lost.
         let raw = [field(1, &meta("cm", &[])), field(99, b"x")].concat();
-        let err = decode(&envelope("v1", "ConfigMap", &raw)).unwrap_err();
+        let err = decode(&envelope("v1", "ConfigMap", &raw), None).unwrap_err();
         assert!(err.contains("field 99 of core.v1.ConfigMap"), "{err}");
         // The same field at its zero value is what an older schema omits.
         let raw = [field(1, &meta("cm", &[])), int(99, 0)].concat();
-        assert!(decode(&envelope("v1", "ConfigMap", &raw)).is_ok());
-        let err = decode(&envelope("example.com/v1", "Widget", b"")).unwrap_err();
+        assert!(decode(&envelope("v1", "ConfigMap", &raw), None).is_ok());
+        let err = decode(&envelope("example.com/v1", "Widget", b""), None).unwrap_err();
         assert!(
             err.contains("not supported for example.com/v1 Widget"),
             "{err}"
         );
-        assert!(decode(b"nope").is_err());
-        assert!(decode(b"k8s\0\x0a\xff").is_err());
+        assert!(decode(b"nope", None).is_err());
+        assert!(decode(b"k8s\0\x0a\xff", None).is_err());
         // A string field that is not UTF-8.
         let raw = field(1, &field(1, b"\xff"));
-        assert!(decode(&envelope("v1", "ConfigMap", &raw)).is_err());
+        assert!(decode(&envelope("v1", "ConfigMap", &raw), None).is_err());
     }
 
     /// `depth` messages nested in field 1 of each other, around `leaf`,
@@ -685,12 +699,12 @@ mod tests {
     fn deeply_nested_unknown_fields_do_not_recurse() {
         let deep = nested(100_000, &int(1, 7));
         let raw = [field(1, &meta("cm", &[])), field(99, &deep)].concat();
-        let err = decode(&envelope("v1", "ConfigMap", &raw)).unwrap_err();
+        let err = decode(&envelope("v1", "ConfigMap", &raw), None).unwrap_err();
         assert!(err.contains("field 99 of core.v1.ConfigMap"), "{err}");
         let zero = nested(100_000, &int(1, 0));
         let raw = [field(1, &meta("cm", &[])), field(99, &zero)].concat();
         assert_eq!(
-            decode(&envelope("v1", "ConfigMap", &raw)).unwrap()["metadata"]["name"],
+            decode(&envelope("v1", "ConfigMap", &raw), None).unwrap()["metadata"]["name"],
             "cm"
         );
     }

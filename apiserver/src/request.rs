@@ -90,9 +90,24 @@ pub(crate) async fn read_body(body: Incoming, timeout: std::time::Duration) -> A
 
 /// Decodes a JSON or YAML object body according to its content type.
 pub(crate) fn decode_body(ct: &str, bytes: &[u8]) -> ApiResult<Value> {
+    decode_body_as(ct, bytes, None)
+}
+
+/// [`decode_body`], where a protobuf envelope without a type is taken to
+/// be of `default` (the resource and version of the URL).
+pub(crate) fn decode_body_as(
+    ct: &str,
+    bytes: &[u8],
+    default: Option<(&crate::resources::Resource, &str)>,
+) -> ApiResult<Value> {
     let mime = ct.split(';').next().unwrap_or("").trim();
     let v = if mime == "application/vnd.kubernetes.protobuf" {
-        crate::proto::decode(bytes).map_err(|e| ApiError::new(415, "UnsupportedMediaType", e))?
+        let default = default.map(|(r, v)| (r.api_version(v), r.kind.clone()));
+        crate::proto::decode(
+            bytes,
+            default.as_ref().map(|(a, k)| (a.as_str(), k.as_str())),
+        )
+        .map_err(|e| ApiError::new(415, "UnsupportedMediaType", e))?
     } else if mime.ends_with("yaml") {
         crate::yaml::from_slice(bytes).map_err(|e| e.to_api())?
     } else if mime.is_empty() || mime.ends_with("json") || mime == "*/*" {
@@ -107,14 +122,6 @@ pub(crate) fn decode_body(ct: &str, bytes: &[u8]) -> ApiResult<Value> {
     Ok(v)
 }
 
-/// Whether the client asked for a `meta.k8s.io` Table.
-pub(crate) fn wants_table(accept: &str) -> bool {
-    accept
-        .split(',')
-        .next()
-        .is_some_and(|first| first.contains("as=Table") && first.contains("g=meta.k8s.io"))
-}
-
 pub(crate) fn full(b: impl Into<Bytes>) -> RespBody {
     Full::new(b.into()).boxed()
 }
@@ -125,6 +132,24 @@ pub(crate) fn json_bytes(code: u16, bytes: Bytes) -> Response<RespBody> {
         .header("content-type", "application/json")
         .body(full(bytes))
         .expect("static response parts are valid")
+}
+
+/// A response of `bytes` with content type `ct`.
+pub(crate) fn bytes_typed(code: u16, bytes: impl Into<Bytes>, ct: &str) -> Response<RespBody> {
+    Response::builder()
+        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::OK))
+        .header("content-type", ct)
+        .body(full(bytes))
+        .expect("static response parts are valid")
+}
+
+/// JSON with a content type that says which transformation it is.
+pub(crate) fn json_typed(code: u16, v: &Value, ct: &str) -> Response<RespBody> {
+    bytes_typed(
+        code,
+        serde_json::to_vec(v).expect("JSON values serialize"),
+        ct,
+    )
 }
 
 pub(crate) fn json(code: u16, v: &Value) -> Response<RespBody> {
@@ -199,13 +224,5 @@ mod tests {
             decode_body("application/xml", b"<a/>").unwrap_err().code,
             415
         );
-    }
-
-    #[test]
-    fn table_negotiation() {
-        assert!(wants_table(
-            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
-        ));
-        assert!(!wants_table("application/json"));
     }
 }

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::schema::{KindSchema, Schema};
+
 /// Where a scale subresource reads and writes replicas (JSON paths without the leading dot).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ScalePaths {
@@ -37,6 +39,12 @@ pub(crate) struct Resource {
     pub(crate) scale: Option<ScalePaths>,
     pub(crate) builtin: bool,
     pub(crate) printer_columns: Vec<PrinterColumn>,
+    /// Only `create` is served: the object is a question answered at once
+    /// and never stored (access and token reviews).
+    pub(crate) create_only: bool,
+    /// A custom resource's structural schema, per version (built-in kinds
+    /// get theirs from the OpenAPI definitions).
+    pub(crate) schemas: Vec<(String, KindSchema)>,
 }
 
 impl Resource {
@@ -77,43 +85,22 @@ impl Resource {
         )
     }
 
-    /// Field-selector fields beyond `metadata.name` / `metadata.namespace`.
-    pub(crate) fn extra_fields(&self) -> &'static [&'static str] {
-        match (self.group.as_str(), self.plural.as_str()) {
-            ("", "pods") => &[
-                "spec.nodeName",
-                "spec.restartPolicy",
-                "spec.schedulerName",
-                "spec.serviceAccountName",
-                "spec.hostNetwork",
-                "status.phase",
-                "status.podIP",
-                "status.nominatedNodeName",
-            ],
-            ("", "events") => &[
-                "involvedObject.kind",
-                "involvedObject.namespace",
-                "involvedObject.name",
-                "involvedObject.uid",
-                "involvedObject.apiVersion",
-                "involvedObject.resourceVersion",
-                "involvedObject.fieldPath",
-                "reason",
-                "reportingComponent",
-                "source",
-                "type",
-            ],
-            ("", "secrets") => &["type"],
-            ("", "nodes") => &["spec.unschedulable"],
-            ("", "namespaces") => &["status.phase"],
-            ("apps", "replicasets") => &["status.replicas"],
-            ("batch", "jobs") => &["status.successful"],
-            _ => &[],
+    /// The schema objects of `version` are pruned with, if any.
+    pub(crate) fn schema(&self, version: &str) -> Option<KindSchema> {
+        if self.builtin {
+            return crate::schema::builtin(&self.group, version, &self.kind);
         }
+        self.schemas
+            .iter()
+            .find(|(v, _)| v == version)
+            .map(|(_, s)| s.clone())
     }
 
     /// Verbs for discovery.
     pub(crate) fn verbs(&self) -> Vec<&'static str> {
+        if self.create_only {
+            return vec!["create"];
+        }
         vec![
             "create",
             "delete",
@@ -128,10 +115,11 @@ impl Resource {
 }
 
 /// The built-in kinds, one a line: `group/version` (`v1` for the core
-/// group), plural, kind, scope, short names (`-` for none) and flags (`-`
-/// for none): `all` (in the `all` category), `status` and `scale`
-/// (subresources; `scale` reads `spec.replicas`, `status.replicas` and
-/// `spec.selector`).
+/// group; several versions comma-separated, the stored one first), plural,
+/// kind, scope, short names (`-` for none) and flags (`-` for none): `all`
+/// (in the `all` category), `status` and `scale` (subresources; `scale`
+/// reads `spec.replicas`, `status.replicas` and `spec.selector`), `create`
+/// (a review: created, answered and never stored).
 ///
 /// The server runs no controller for any of them but garbage collection and
 /// namespace deletion: they are stored so that the manifests real workloads
@@ -160,7 +148,7 @@ apps/v1 daemonsets DaemonSet namespaced ds all,status
 apps/v1 controllerrevisions ControllerRevision namespaced - -
 batch/v1 jobs Job namespaced - all,status
 batch/v1 cronjobs CronJob namespaced cj all,status
-autoscaling/v2 horizontalpodautoscalers HorizontalPodAutoscaler namespaced hpa all,status
+autoscaling/v2,v1 horizontalpodautoscalers HorizontalPodAutoscaler namespaced hpa all,status
 policy/v1 poddisruptionbudgets PodDisruptionBudget namespaced pdb status
 rbac.authorization.k8s.io/v1 roles Role namespaced - -
 rbac.authorization.k8s.io/v1 rolebindings RoleBinding namespaced - -
@@ -175,6 +163,14 @@ storage.k8s.io/v1 storageclasses StorageClass cluster sc -
 node.k8s.io/v1 runtimeclasses RuntimeClass cluster - -
 coordination.k8s.io/v1 leases Lease namespaced - -
 apiextensions.k8s.io/v1 customresourcedefinitions CustomResourceDefinition cluster crd,crds status
+apiregistration.k8s.io/v1 apiservices APIService cluster - status
+certificates.k8s.io/v1 certificatesigningrequests CertificateSigningRequest cluster csr status
+authorization.k8s.io/v1 selfsubjectaccessreviews SelfSubjectAccessReview cluster - create
+authorization.k8s.io/v1 selfsubjectrulesreviews SelfSubjectRulesReview namespaced - create
+authorization.k8s.io/v1 subjectaccessreviews SubjectAccessReview cluster - create
+authorization.k8s.io/v1 localsubjectaccessreviews LocalSubjectAccessReview namespaced - create
+authentication.k8s.io/v1 selfsubjectreviews SelfSubjectReview cluster - create
+authentication.k8s.io/v1 tokenreviews TokenReview cluster - create
 ";
 
 /// All built-in resources, from [`BUILTINS`].
@@ -206,7 +202,7 @@ fn builtin(line: &str) -> Resource {
     let flag = |f: &str| flags.iter().any(|x| x == f);
     Resource {
         group: group.into(),
-        versions: vec![version.into()],
+        versions: version.split(',').map(str::to_owned).collect(),
         plural: plural.into(),
         singular: kind.to_lowercase(),
         kind: kind.into(),
@@ -225,6 +221,8 @@ fn builtin(line: &str) -> Resource {
         }),
         builtin: true,
         printer_columns: vec![],
+        create_only: flag("create"),
+        schemas: vec![],
     }
 }
 
@@ -327,6 +325,11 @@ pub(crate) fn is_builtin(group: &str, plural: &str) -> bool {
     })
     .iter()
     .any(|(g, p)| g == group && p == plural)
+}
+
+/// Whether `group` is served by a built-in kind.
+pub(crate) fn is_builtin_group(group: &str) -> bool {
+    builtins().iter().any(|r| r.group == group)
 }
 
 /// The annotation kube-apiserver requires on CRDs in the Kubernetes
@@ -472,6 +475,15 @@ pub(crate) fn from_crd(crd: &Value) -> Result<Resource, Vec<(String, String)>> {
         .or(served.first().copied())
         .cloned()
         .unwrap_or(Value::Null);
+    let schemas = served
+        .iter()
+        .filter_map(|v| {
+            let s = &v["schema"]["openAPIV3Schema"];
+            let name = v["name"].as_str()?;
+            s.is_object()
+                .then(|| (name.to_owned(), Schema::from_crd(s)))
+        })
+        .collect();
     let sub = &first["subresources"];
     let scale = sub
         .get("scale")
@@ -528,6 +540,8 @@ pub(crate) fn from_crd(crd: &Value) -> Result<Resource, Vec<(String, String)>> {
         scale,
         builtin: false,
         printer_columns,
+        create_only: false,
+        schemas,
     })
 }
 

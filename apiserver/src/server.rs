@@ -191,6 +191,8 @@ pub enum Error {
     Tls(#[from] TlsError),
     #[error(transparent)]
     Token(#[from] crate::token::TokenError),
+    #[error(transparent)]
+    SigningKey(#[from] crate::satoken::KeyError),
 }
 
 /// State shared by every request and task.
@@ -199,6 +201,8 @@ pub(crate) struct Shared {
     pub(crate) gc: Notify,
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) token: Option<crate::token::Expected>,
+    /// Signs and checks service account tokens.
+    pub(crate) sa_key: crate::satoken::SigningKey,
     pub(crate) bookmark_interval: Duration,
     pub(crate) streaming_lists: bool,
     pub(crate) server_addr: String,
@@ -212,6 +216,32 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The service account `token` speaks for, if this server signed it for
+    /// `audience`, it has not expired, and the account still exists (with
+    /// the uid it was signed for).
+    pub(crate) fn service_account(
+        &self,
+        token: &str,
+        audience: &str,
+    ) -> Result<crate::satoken::ServiceAccount, String> {
+        let claims = self
+            .sa_key
+            .verify(token)
+            .ok_or("invalid bearer token: not signed by this server")?;
+        let sa = crate::satoken::check(&claims, crate::time::now_secs(), audience)?;
+        match self.lock().get("/serviceaccounts", &sa.namespace, &sa.name) {
+            Some(o) if crate::object::uid(&o.value) == sa.uid => Ok(sa),
+            Some(_) => Err(format!(
+                "service account {}/{} has been deleted and recreated since the token was made",
+                sa.namespace, sa.name
+            )),
+            None => Err(format!(
+                "service account {}/{} does not exist",
+                sa.namespace, sa.name
+            )),
+        }
     }
 }
 
@@ -274,6 +304,15 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
                 .expect("TLS setup task panicked")?,
         )
     };
+    let sa_key = match &config.data_dir {
+        Some(dir) => {
+            let dir = dir.clone();
+            tokio::task::spawn_blocking(move || crate::satoken::SigningKey::in_dir(&dir))
+                .await
+                .expect("signing key task panicked")?
+        }
+        None => crate::satoken::SigningKey::generate()?,
+    };
     let durability = storage.durability();
     let mut state = State::new(
         storage,
@@ -286,13 +325,14 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
             commit_backlog: config.commit_backlog,
         },
     );
-    crate::api::ensure_system_namespaces(&mut state);
+    crate::system::ensure(&mut state, client_addr(addr));
     let (stop, shutdown) = watch::channel(false);
     let shared = Arc::new(Shared {
         state: Mutex::new(state),
         gc: Notify::new(),
         shutdown,
         token: token.as_deref().map(crate::token::Expected::new),
+        sa_key,
         bookmark_interval: config.bookmark_interval,
         streaming_lists: config.streaming_lists,
         server_addr: client_addr(addr).to_string(),

@@ -108,7 +108,7 @@ impl ApiError {
         };
         let causes: Vec<Value> = causes
             .iter()
-            .map(|(f, m)| json!({"reason": "FieldValueInvalid", "message": m, "field": f}))
+            .map(|(f, m)| json!({"reason": cause_type(m), "message": m, "field": f}))
             .collect();
         Self::new(
             422,
@@ -195,6 +195,26 @@ impl ApiError {
     }
 }
 
+/// The `StatusCause` type of a field error, from the words its message
+/// starts with (kube's `field.ErrorType` strings).
+fn cause_type(message: &str) -> &'static str {
+    const TYPES: [(&str, &str); 9] = [
+        ("Not found", "FieldValueNotFound"),
+        ("Required value", "FieldValueRequired"),
+        ("Duplicate value", "FieldValueDuplicate"),
+        ("Invalid value", "FieldValueInvalid"),
+        ("Unsupported value", "FieldValueNotSupported"),
+        ("Forbidden", "FieldValueForbidden"),
+        ("Too long", "FieldValueTooLong"),
+        ("Too many", "FieldValueTooMany"),
+        ("Internal error", "InternalError"),
+    ];
+    TYPES
+        .iter()
+        .find(|(words, _)| message.starts_with(words))
+        .map_or("FieldValueInvalid", |(_, t)| t)
+}
+
 /// A successful `Status` (e.g. for a binding or a delete without an object).
 pub(crate) fn success(details: Option<Value>) -> Value {
     let mut s = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 200});
@@ -236,5 +256,21 @@ mod tests {
         .to_status();
         assert_eq!(s["reason"], "Invalid");
         assert_eq!(s["details"]["causes"][0]["field"], "metadata.name");
+        assert_eq!(s["details"]["causes"][0]["reason"], "FieldValueInvalid");
+        let forbidden = ApiError::invalid(
+            "Pod",
+            t,
+            &[("metadata.finalizers".into(), "Forbidden: no".into())],
+        )
+        .to_status();
+        assert_eq!(
+            forbidden["details"]["causes"][0]["reason"],
+            "FieldValueForbidden"
+        );
+        let required = ApiError::invalid("Pod", t, &[("spec".into(), "Required value".into())]);
+        assert_eq!(
+            required.to_status()["details"]["causes"][0]["reason"],
+            "FieldValueRequired"
+        );
     }
 }

@@ -237,11 +237,6 @@ pub(crate) fn cells(res: &Resource, v: &Value) -> Vec<Value> {
     }
 }
 
-/// The `PartialObjectMetadata` a row carries.
-fn partial(v: &Value) -> Value {
-    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": v["metadata"]})
-}
-
 /// A Table of `objects`; `with_columns` false leaves out the definitions (watch events after the first).
 pub(crate) fn table<'a>(
     res: &Resource,
@@ -251,7 +246,7 @@ pub(crate) fn table<'a>(
     with_columns: bool,
 ) -> Value {
     let rows: Vec<Value> = objects
-        .map(|o| json!({"cells": cells(res, o), "object": partial(o)}))
+        .map(|o| json!({"cells": cells(res, o), "object": crate::represent::partial(o)}))
         .collect();
     let mut meta = json!({});
     if let Some(rv) = rv {

@@ -16,6 +16,7 @@ use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::filter::Filter;
+use crate::represent::{self, Shape};
 use crate::request::{ChannelBody, Query, RespBody};
 use crate::resources::Resource;
 use crate::server::Shared;
@@ -32,9 +33,9 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 struct Watcher {
     res: Arc<Resource>,
-    api_version: String,
+    version: String,
     filter: Filter,
-    table: bool,
+    shape: Shape,
     table_columns_sent: bool,
     tx: mpsc::Sender<Bytes>,
 }
@@ -48,16 +49,27 @@ impl Watcher {
     }
 
     fn line(&mut self, typ: &str, obj: &Obj, shared: Option<&Bytes>) -> Bytes {
-        if self.table {
-            let with = !self.table_columns_sent;
-            self.table_columns_sent = true;
-            let t = table::table(&self.res, std::iter::once(&obj.value), None, None, with);
-            return event_line(typ, &serde_json::to_vec(&t).expect("JSON values serialize"));
-        }
-        match shared {
-            Some(b) => b.clone(),
-            None => event_line(typ, &obj.bytes),
-        }
+        let value = match self.shape {
+            Shape::Table => {
+                let with = !self.table_columns_sent;
+                self.table_columns_sent = true;
+                table::table(&self.res, std::iter::once(&obj.value), None, None, with)
+            }
+            Shape::Metadata => represent::partial(&obj.value),
+            Shape::Object => {
+                let bytes = represent::object_bytes(&self.res, &self.version, obj);
+                return match shared {
+                    // The line every watcher shares, when this one's object
+                    // is the stored one.
+                    Some(line) if bytes.as_ptr() == obj.bytes.as_ptr() => line.clone(),
+                    _ => event_line(typ, &bytes),
+                };
+            }
+        };
+        event_line(
+            typ,
+            &serde_json::to_vec(&value).expect("JSON values serialize"),
+        )
     }
 
     /// The line for one event, if this watcher sees it.
@@ -91,7 +103,14 @@ impl Watcher {
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        let obj = json!({"kind": self.res.kind, "apiVersion": self.api_version, "metadata": meta});
+        let obj = match self.shape {
+            Shape::Metadata => {
+                json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta})
+            }
+            _ => {
+                json!({"kind": self.res.kind, "apiVersion": self.res.api_version(&self.version), "metadata": meta})
+            }
+        };
         event_line(
             "BOOKMARK",
             &serde_json::to_vec(&obj).expect("JSON values serialize"),
@@ -115,7 +134,7 @@ pub(crate) fn serve(
     version: &str,
     filter: Filter,
     q: &Query,
-    table: bool,
+    shape: Shape,
 ) -> ApiResult<Response<RespBody>> {
     let rv = q.non_empty("resourceVersion");
     let send_initial = q.flag("sendInitialEvents");
@@ -142,10 +161,10 @@ pub(crate) fn serve(
     let synthetic = send_initial || rv.is_none() || rv == Some("0");
     let (tx, rx) = mpsc::channel(LINE_BUFFER);
     let mut w = Watcher {
-        api_version: res.api_version(version),
+        version: version.to_owned(),
         res,
         filter,
-        table,
+        shape,
         table_columns_sent: false,
         tx,
     };
@@ -261,10 +280,10 @@ mod tests {
         let filter = Filter::parse(&res, &q, Some("d"), None).unwrap();
         let (tx, _rx) = mpsc::channel(1);
         Watcher {
-            api_version: "v1".into(),
+            version: "v1".into(),
             res,
             filter,
-            table: false,
+            shape: Shape::Object,
             table_columns_sent: false,
             tx,
         }

@@ -139,7 +139,10 @@ pub(crate) fn check_identity(req: &Req<'_>, body: &mut Value) -> ApiResult<()> {
             "Object 'Kind' is missing in the request body",
         ));
     }
-    if kind != req.res.kind || av != want_av {
+    // An object converted from the requested version is in the stored one.
+    let converted = crate::convert::needed(req.res, req.version)
+        && av == req.res.api_version(&req.res.versions[0]);
+    if kind != req.res.kind || (av != want_av && !converted) {
         return Err(ApiError::bad_request(format!(
             "the API version in the data ({av}) does not match the expected API version ({want_av}) or the kind ({kind}) is not {}",
             req.res.kind
@@ -172,6 +175,9 @@ fn validate_all(req: &Req<'_>, obj: &Value, name: &str, old: Option<&Value>) -> 
     );
     errs.extend(validate::metadata_errors(obj));
     errs.extend(validate::kind_errors(&req.res.group, &req.res.plural, obj));
+    if req.res.group == "certificates.k8s.io" {
+        errs.extend(crate::certificates::errors(obj, old));
+    }
     if req.res.group == "apiextensions.k8s.io" {
         if let Err(e) = resources::from_crd(obj) {
             errs.extend(e);
@@ -330,6 +336,9 @@ pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult
         register_crd(st, &obj);
     }
     let (o, ack) = st.write(&req.res.key(), req.ns, &name, Some(obj));
+    if req.res.group.is_empty() && req.res.plural == "namespaces" {
+        crate::system::ensure_default_service_account(st, &name);
+    }
     Ok(Written {
         obj: o,
         ack: Some(ack),
@@ -344,6 +353,8 @@ pub(crate) enum Part {
     Main,
     /// `/status`: only `status`.
     Status,
+    /// A CertificateSigningRequest's `/approval`: only its conditions.
+    Approval,
 }
 
 /// The object a PUT of `body` makes of `old`, with the `resourceVersion`
@@ -407,6 +418,14 @@ pub(crate) fn merge_parts(req: &Req<'_>, old: &Value, body: Value, part: Part) -
                     }
                 }
             }
+            if req.res.group == "certificates.k8s.io" {
+                crate::certificates::keep_approval(old, &mut n);
+            }
+            n
+        }
+        Part::Approval => {
+            let mut n = old.clone();
+            n["status"]["conditions"] = body["status"]["conditions"].clone();
             n
         }
     };
@@ -465,16 +484,26 @@ pub(crate) fn commit_update(
     crate::defaults::apply(&req.res.group, &req.res.plural, &mut new);
     validate_all(req, &new, &name, Some(&old.value))?;
     if object::is_deleting(&old.value) {
-        let added: Vec<String> = object::finalizers(&new)
+        let before = object::finalizers(&old.value);
+        let mut added: Vec<String> = object::finalizers(&new)
             .into_iter()
-            .filter(|f| !object::finalizers(&old.value).contains(f))
+            .filter(|f| !before.contains(f))
             .collect();
-        if !added.is_empty() && added.iter().any(|f| f != FOREGROUND && f != ORPHAN) {
-            return Err(ApiError::forbidden(
+        if !added.is_empty() {
+            // kube's `ValidateNoNewFinalizers`, which prints the set Go's way.
+            added.sort();
+            added.dedup();
+            let list: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
+            return Err(ApiError::invalid(
+                &req.res.kind,
                 req.target(&name),
-                &format!(
-                    "no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
-                ),
+                &[(
+                    "metadata.finalizers".into(),
+                    format!(
+                        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                        list.join(", ")
+                    ),
+                )],
             ));
         }
     }

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes apiserver/src/proto/schema.txt, the wire schema the protobuf decoder
-reads, from the Kubernetes `generated.proto` files (kubernetes/api and
-kubernetes/apimachinery, one directory per group/version as in those repos).
+reads, from the Kubernetes `generated.proto` files (kubernetes/api,
+kubernetes/apimachinery and kubernetes/kube-aggregator, one directory per
+group/version as in those repos, under `api/`, `apimachinery/` and
+`kube-aggregator/`; the committed file is from their v0.36.2 tags).
 
     python3 apiserver/src/proto/gen-schema.py PROTO_ROOT > apiserver/src/proto/schema.txt
 
@@ -21,7 +23,9 @@ FILES = [
     "api/core/v1", "api/apps/v1", "api/batch/v1", "api/rbac/v1", "api/policy/v1",
     "api/networking/v1", "api/scheduling/v1", "api/storage/v1", "api/discovery/v1",
     "api/coordination/v1", "api/events/v1", "api/autoscaling/v2", "api/node/v1",
-    "apimachinery/pkg/apis/meta/v1",
+    "api/autoscaling/v1", "api/authorization/v1", "api/authentication/v1",
+    "api/certificates/v1", "apimachinery/pkg/apis/meta/v1",
+    "kube-aggregator/pkg/apis/apiregistration/v1",
 ]
 KINDS = [
     "core.v1." + k for k in [
@@ -37,6 +41,12 @@ KINDS = [
     "discovery.v1.EndpointSlice", "scheduling.v1.PriorityClass",
     "storage.v1.StorageClass", "node.v1.RuntimeClass", "coordination.v1.Lease",
     "events.v1.Event", "meta.v1.DeleteOptions",
+    "autoscaling.v1.HorizontalPodAutoscaler", "autoscaling.v1.Scale",
+    "authorization.v1.SelfSubjectAccessReview", "authorization.v1.SelfSubjectRulesReview",
+    "authorization.v1.SubjectAccessReview", "authorization.v1.LocalSubjectAccessReview",
+    "authentication.v1.SelfSubjectReview", "authentication.v1.TokenReview",
+    "authentication.v1.TokenRequest", "certificates.v1.CertificateSigningRequest",
+    "apiregistration.v1.APIService",
 ]
 SPECIAL = {
     "meta.v1.Time": "time", "meta.v1.MicroTime": "mtime", "meta.v1.Duration": "dur",

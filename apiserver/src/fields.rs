@@ -1,0 +1,200 @@
+//! Field selectors as each built-in kind supports them in a cluster: which
+//! fields a selector may name (kube's field label conversion functions,
+//! with their error messages) and the value each field has (the registries'
+//! `GetAttrs`: a missing boolean is `false`, a missing count `0`).
+
+use serde_json::Value;
+
+use crate::resources::Resource;
+
+/// The fields of kinds with their own conversion function (beyond these,
+/// kube accepts `metadata.name` and `metadata.namespace` only).
+fn own_fields(res: &Resource) -> Option<&'static [&'static str]> {
+    let fields: &'static [&'static str] = match (res.group.as_str(), res.plural.as_str()) {
+        ("", "pods") => &[
+            "metadata.name",
+            "metadata.namespace",
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+            // What clients before v1 sent for `spec.nodeName`.
+            "spec.host",
+        ],
+        ("", "nodes") => &["metadata.name", "spec.unschedulable"],
+        ("", "replicationcontrollers") => {
+            &["metadata.name", "metadata.namespace", "status.replicas"]
+        }
+        ("", "events") => &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+            "metadata.namespace",
+            "metadata.name",
+        ],
+        ("", "namespaces") => &["status.phase", "metadata.name"],
+        ("", "secrets") => &["type", "metadata.namespace", "metadata.name"],
+        ("", "services") => &[
+            "metadata.namespace",
+            "metadata.name",
+            "spec.clusterIP",
+            "spec.type",
+        ],
+        ("apps", "replicasets") => &["metadata.name", "metadata.namespace", "status.replicas"],
+        ("apps", "statefulsets") => &["metadata.name", "metadata.namespace", "status.successful"],
+        ("batch", "jobs") => &["metadata.name", "metadata.namespace", "status.successful"],
+        ("certificates.k8s.io", "certificatesigningrequests") => {
+            &["metadata.name", "spec.signerName"]
+        }
+        _ => return None,
+    };
+    Some(fields)
+}
+
+/// Whether a field selector may name `field` for `res`; the error is kube's
+/// message (a `400 BadRequest`).
+pub(crate) fn check(res: &Resource, field: &str) -> Result<(), String> {
+    match own_fields(res) {
+        Some(fields) if fields.contains(&field) => Ok(()),
+        Some(_) => Err(format!("field label not supported: {field}")),
+        None if matches!(field, "metadata.name" | "metadata.namespace") => Ok(()),
+        None => Err(format!(
+            "{field:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        )),
+    }
+}
+
+fn string(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_owned()
+}
+
+fn boolean(v: &Value) -> String {
+    v.as_bool().unwrap_or(false).to_string()
+}
+
+fn count(v: &Value) -> String {
+    v.as_i64().unwrap_or(0).to_string()
+}
+
+/// The value of `field` in `obj`, of resource `group`/`plural`, as the
+/// selector compares it.
+pub(crate) fn value(group: &str, plural: &str, obj: &Value, field: &str) -> String {
+    let meta = &obj["metadata"];
+    match (group, plural, field) {
+        (_, _, "metadata.name") => string(&meta["name"]),
+        (_, _, "metadata.namespace") => string(&meta["namespace"]),
+        ("", "pods", "spec.host") => string(&obj["spec"]["nodeName"]),
+        ("", "pods", "spec.hostNetwork") => boolean(&obj["spec"]["hostNetwork"]),
+        // The first of `podIPs`, as kube (which ignores `podIP` itself).
+        ("", "pods", "status.podIP") => string(&obj["status"]["podIPs"][0]["ip"]),
+        // Accepted by kube's conversion but not among the pod's fields:
+        // empty for every pod.
+        ("", "pods", "status.podIPs") => String::new(),
+        ("", "nodes", "spec.unschedulable") => boolean(&obj["spec"]["unschedulable"]),
+        ("", "replicationcontrollers", "status.replicas")
+        | ("apps", "replicasets", "status.replicas") => count(&obj["status"]["replicas"]),
+        ("batch", "jobs", "status.successful") => count(&obj["status"]["succeeded"]),
+        // StatefulSets have no such field: kube selects on an empty value.
+        ("apps", "statefulsets", "status.successful") => String::new(),
+        // The reporting component when the deprecated source is empty.
+        ("", "events", "source") => match obj["source"]["component"].as_str() {
+            Some(c) if !c.is_empty() => c.to_owned(),
+            _ => string(&obj["reportingComponent"]),
+        },
+        _ => path(obj, field),
+    }
+}
+
+/// A dotted path's string value (empty when missing).
+fn path(v: &Value, field: &str) -> String {
+    let mut cur = v;
+    for p in field.split('.') {
+        match cur.get(p) {
+            Some(n) => cur = n,
+            None => return String::new(),
+        }
+    }
+    match cur {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::builtins;
+    use serde_json::json;
+
+    fn res(group: &str, plural: &str) -> Resource {
+        builtins()
+            .into_iter()
+            .find(|r| r.group == group && r.plural == plural)
+            .unwrap()
+    }
+
+    #[test]
+    fn each_kind_accepts_what_kube_accepts() {
+        let nodes = res("", "nodes");
+        assert!(check(&nodes, "spec.unschedulable").is_ok());
+        assert_eq!(
+            check(&nodes, "metadata.namespace").unwrap_err(),
+            "field label not supported: metadata.namespace"
+        );
+        let cms = res("", "configmaps");
+        assert!(check(&cms, "metadata.namespace").is_ok());
+        assert_eq!(
+            check(&cms, "data.x").unwrap_err(),
+            "\"data.x\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        );
+        for f in [
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ] {
+            assert!(check(&res("", "pods"), f).is_ok(), "{f}");
+        }
+        assert!(check(&res("", "services"), "spec.type").is_ok());
+        assert!(
+            check(
+                &res("certificates.k8s.io", "certificatesigningrequests"),
+                "spec.signerName"
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn values_default_as_in_go() {
+        let node = |spec| value("", "nodes", &json!({ "spec": spec }), "spec.unschedulable");
+        assert_eq!(node(json!({})), "false");
+        assert_eq!(node(json!({"unschedulable": true})), "true");
+        let pod = json!({"spec": {"nodeName": "n1"}, "status": {"podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.1"}]}});
+        assert_eq!(value("", "pods", &pod, "spec.hostNetwork"), "false");
+        assert_eq!(value("", "pods", &pod, "spec.host"), "n1");
+        assert_eq!(value("", "pods", &pod, "status.podIP"), "10.0.0.1");
+        assert_eq!(
+            value("apps", "replicasets", &json!({}), "status.replicas"),
+            "0"
+        );
+        let job = json!({"status": {"succeeded": 2}});
+        assert_eq!(value("batch", "jobs", &job, "status.successful"), "2");
+        let event = json!({"source": {}, "reportingComponent": "kubelet"});
+        assert_eq!(value("", "events", &event, "source"), "kubelet");
+    }
+}

@@ -1,0 +1,265 @@
+//! Request objects as kube-apiserver decodes them: `apiVersion` and `kind`
+//! defaulted from the URL when a body leaves them out, unknown fields pruned
+//! by the kind's schema, and the request's `fieldValidation` deciding what
+//! happens to them (`Ignore`: dropped silently; `Warn`, the default: dropped
+//! with a `Warning` header each; `Strict`: the request is refused).
+
+use serde_json::{Value, json};
+
+use crate::request::Query;
+use crate::resources::Resource;
+use crate::status::{ApiError, ApiResult, Target};
+
+/// What a request asks the server to do with unknown fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+/// Which options a request's query parameters are (for error messages).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Options {
+    Create,
+    Update,
+    Patch,
+}
+
+impl Options {
+    fn kind(self) -> &'static str {
+        match self {
+            Self::Create => "CreateOptions",
+            Self::Update => "UpdateOptions",
+            Self::Patch => "PatchOptions",
+        }
+    }
+}
+
+impl FieldValidation {
+    /// `fieldValidation` of a query; `Warn` when absent, as kube since 1.27.
+    pub(crate) fn parse(q: &Query, options: Options) -> ApiResult<Self> {
+        match q.get("fieldValidation").unwrap_or_default() {
+            "" | "Warn" => Ok(Self::Warn),
+            "Ignore" => Ok(Self::Ignore),
+            "Strict" => Ok(Self::Strict),
+            other => Err(ApiError::invalid(
+                options.kind(),
+                Target {
+                    group: "meta.k8s.io",
+                    resource: "",
+                    name: "",
+                },
+                &[(
+                    "fieldValidation".into(),
+                    format!(
+                        "Unsupported value: {other:?}: supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
+                    ),
+                )],
+            )),
+        }
+    }
+}
+
+/// Fills `apiVersion` and `kind` from the URL when the body has none, as
+/// kube's decoder defaults them from the request's group, version and kind.
+/// A body that names another kind keeps it (and is refused later).
+pub(crate) fn default_type_meta(res: &Resource, version: &str, v: &mut Value) {
+    let Some(m) = v.as_object_mut() else {
+        return;
+    };
+    let empty = |x: Option<&Value>| x.and_then(Value::as_str).is_none_or(str::is_empty);
+    if empty(m.get("kind")) {
+        m.insert("kind".into(), json!(res.kind));
+    }
+    if empty(m.get("apiVersion")) {
+        m.insert("apiVersion".into(), json!(res.api_version(version)));
+    }
+}
+
+/// Whether `v` is of the kind served at the URL (the only kind whose
+/// schema can prune it).
+fn is_of(res: &Resource, version: &str, v: &Value) -> bool {
+    v["kind"].as_str() == Some(res.kind.as_str())
+        && v["apiVersion"].as_str() == Some(res.api_version(version).as_str())
+}
+
+/// Prunes the fields the kind's schema does not have from `v` and returns
+/// their paths; nothing for kinds without a schema (a CRD without one) or a
+/// body of another kind.
+pub(crate) fn prune(res: &Resource, version: &str, v: &mut Value) -> Vec<String> {
+    if !is_of(res, version, v) {
+        return vec![];
+    }
+    match res.schema(version) {
+        Some(s) => s.prune(v),
+        None => vec![],
+    }
+}
+
+/// kube's strict decoding error text: `unknown field "a", unknown field "b"`.
+pub(crate) fn strict_text(unknown: &[String]) -> String {
+    let fields: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect();
+    format!("strict decoding error: {}", fields.join(", "))
+}
+
+/// The warnings kube sends for pruned fields, one a field.
+pub(crate) fn warnings(unknown: &[String]) -> Vec<String> {
+    unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect()
+}
+
+/// What a create or update body's unknown fields come to under `fv`: an
+/// error under `Strict` (kube's 400 for a body that cannot be decoded
+/// strictly), else the warnings to send (none under `Ignore`).
+pub(crate) fn body_outcome(
+    res: &Resource,
+    version: &str,
+    fv: FieldValidation,
+    unknown: &[String],
+) -> ApiResult<Vec<String>> {
+    if unknown.is_empty() || fv == FieldValidation::Ignore {
+        return Ok(vec![]);
+    }
+    if fv == FieldValidation::Strict {
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: {}",
+            strict_text(unknown),
+            kind = res.kind,
+        )));
+    }
+    Ok(warnings(unknown))
+}
+
+/// The same for a patch: kube refuses a strictly validated patch whose
+/// result has unknown fields with `422 Invalid` on the field `patch`.
+pub(crate) fn patch_outcome(
+    fv: FieldValidation,
+    patched: &Value,
+    unknown: &[String],
+) -> ApiResult<Vec<String>> {
+    if unknown.is_empty() || fv == FieldValidation::Ignore {
+        return Ok(vec![]);
+    }
+    if fv == FieldValidation::Strict {
+        let shown = serde_json::to_string(patched).unwrap_or_default();
+        return Err(ApiError::invalid(
+            "",
+            Target {
+                group: "",
+                resource: "",
+                name: "",
+            },
+            &[(
+                "patch".into(),
+                format!("Invalid value: {shown:?}: {}", strict_text(unknown)),
+            )],
+        ));
+    }
+    Ok(warnings(unknown))
+}
+
+/// A `Warning` header value (RFC 7234: code 299, no agent, quoted text).
+pub(crate) fn warning_header(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 10);
+    out.push_str("299 - \"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::builtins;
+
+    fn res(plural: &str) -> Resource {
+        builtins()
+            .into_iter()
+            .find(|r| r.plural == plural && r.group.is_empty())
+            .unwrap()
+    }
+
+    #[test]
+    fn type_meta_defaults_from_the_url() {
+        let mut v = json!({"metadata": {"name": "x"}});
+        default_type_meta(&res("configmaps"), "v1", &mut v);
+        assert_eq!(
+            (v["apiVersion"].as_str(), v["kind"].as_str()),
+            (Some("v1"), Some("ConfigMap"))
+        );
+        let mut other = json!({"kind": "Secret"});
+        default_type_meta(&res("configmaps"), "v1", &mut other);
+        assert_eq!(other["kind"], "Secret");
+        assert_eq!(other["apiVersion"], "v1");
+    }
+
+    #[test]
+    fn the_three_modes() {
+        let cm = res("configmaps");
+        let mut v =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "bogus": 1, "metadata": {"name": "x"}});
+        let unknown = prune(&cm, "v1", &mut v);
+        assert_eq!(unknown, ["bogus"]);
+        assert!(v.get("bogus").is_none());
+        assert!(
+            body_outcome(&cm, "v1", FieldValidation::Ignore, &unknown)
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            body_outcome(&cm, "v1", FieldValidation::Warn, &unknown).unwrap(),
+            ["unknown field \"bogus\""]
+        );
+        let e = body_outcome(&cm, "v1", FieldValidation::Strict, &unknown).unwrap_err();
+        assert_eq!((e.code, e.reason), (400, "BadRequest"));
+        assert_eq!(
+            e.message,
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"bogus\""
+        );
+        let e = patch_outcome(FieldValidation::Strict, &v, &unknown).unwrap_err();
+        assert_eq!((e.code, e.reason), (422, "Invalid"));
+        assert!(
+            e.message
+                .starts_with(" \"\" is invalid: patch: Invalid value: "),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message
+                .ends_with("strict decoding error: unknown field \"bogus\"")
+        );
+    }
+
+    #[test]
+    fn bad_directives_are_refused_as_kube_does() {
+        let e =
+            FieldValidation::parse(&Query::parse(Some("fieldValidation=Loud")), Options::Create)
+                .unwrap_err();
+        assert_eq!(e.code, 422);
+        assert_eq!(
+            e.message,
+            "CreateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"Loud\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
+        );
+    }
+
+    #[test]
+    fn warning_headers_quote_their_text() {
+        assert_eq!(
+            warning_header("unknown field \"a\\b\""),
+            "299 - \"unknown field \\\"a\\\\b\\\"\""
+        );
+    }
+}
