@@ -200,6 +200,8 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     pub(crate) gc: Notify,
     pub(crate) shutdown: watch::Receiver<bool>,
+    /// Set when the [`RunningServer`] is dropped: open connections close at once.
+    killed: watch::Receiver<bool>,
     pub(crate) token: Option<crate::token::Expected>,
     /// Signs and checks service account tokens.
     pub(crate) sa_key: crate::satoken::SigningKey,
@@ -245,7 +247,8 @@ impl Shared {
     }
 }
 
-/// A running server. Dropping it stops serving without flushing; call
+/// A running server. Dropping it stops serving at once (the listener and
+/// every open connection close) without flushing; call
 /// [`RunningServer::shutdown`] for an orderly stop.
 pub struct RunningServer {
     addr: SocketAddr,
@@ -255,6 +258,7 @@ pub struct RunningServer {
     ca_pem: Option<String>,
     shared: Arc<Shared>,
     stop: watch::Sender<bool>,
+    kill: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -327,10 +331,12 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
     );
     crate::system::ensure(&mut state, client_addr(addr));
     let (stop, shutdown) = watch::channel(false);
+    let (kill, killed) = watch::channel(false);
     let shared = Arc::new(Shared {
         state: Mutex::new(state),
         gc: Notify::new(),
         shutdown,
+        killed,
         token: token.as_deref().map(crate::token::Expected::new),
         sa_key,
         bookmark_interval: config.bookmark_interval,
@@ -364,6 +370,7 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         ca_pem,
         shared,
         stop,
+        kill,
         tasks: vec![accept, gc_task],
     })
 }
@@ -474,6 +481,7 @@ async fn serve<S>(stream: S, shared: Arc<Shared>, watcher: Watcher, limits: Conn
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let mut killed = shared.killed.clone();
     let svc = service_fn(move |req| {
         let shared = shared.clone();
         async move { Ok::<_, std::convert::Infallible>(crate::api::handle(shared, req).await) }
@@ -482,7 +490,12 @@ where
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
         .serve_connection(TokioIo::new(stream), svc);
-    let _ = watcher.watch(conn).await;
+    // A dropped server closes its connections at once (dropping one closes
+    // its socket); a shut-down one lets them finish first.
+    tokio::select! {
+        _ = watcher.watch(conn) => {}
+        _ = killed.wait_for(|k| *k) => {}
+    }
 }
 
 async fn gc_loop(shared: Arc<Shared>) {
@@ -557,6 +570,19 @@ impl RunningServer {
         )
     }
 
+    /// A kube-rs client for this server (its URL, and its CA and token when
+    /// it has them; namespace `default`), for tests written with kube-rs.
+    #[cfg(feature = "kube")]
+    pub async fn client(&self) -> Result<kube::Client, kube::Error> {
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&self.kubeconfig())?;
+        let config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await?;
+        kube::Client::try_from(config)
+    }
+
     /// Writes [`RunningServer::kubeconfig`] to `path`, readable by its
     /// owner only (mode 0600 from the moment it is created; it may hold the
     /// token), replacing any file there atomically.
@@ -599,6 +625,7 @@ impl RunningServer {
 
 impl Drop for RunningServer {
     fn drop(&mut self) {
+        let _ = self.kill.send(true);
         let _ = self.stop.send(true);
         for t in &self.tasks {
             t.abort();

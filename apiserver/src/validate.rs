@@ -24,6 +24,56 @@ pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns1123_label)
 }
 
+/// How a kind's names are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NameRule {
+    /// An RFC 1123 label (namespaces).
+    Label,
+    /// An RFC 1123 subdomain (most kinds).
+    Subdomain,
+    /// Anything that can be one URL path segment (RBAC objects, whose
+    /// names hold colons, and APIServices, `v1.` among them).
+    PathSegment,
+}
+
+/// kube's rule for the names of `group`/`plural`.
+pub(crate) fn name_rule(group: &str, plural: &str) -> NameRule {
+    match (group, plural) {
+        ("", "namespaces") => NameRule::Label,
+        ("rbac.authorization.k8s.io", _) | ("apiregistration.k8s.io", "apiservices") => {
+            NameRule::PathSegment
+        }
+        _ => NameRule::Subdomain,
+    }
+}
+
+/// Problems with a name under `rule`: `(field, message)` pairs, in kube's words.
+pub(crate) fn name_errors_for(name: &str, rule: NameRule) -> Vec<(String, String)> {
+    match rule {
+        NameRule::Label => name_errors(name, true),
+        NameRule::Subdomain => name_errors(name, false),
+        NameRule::PathSegment => {
+            let why = match name {
+                "" => {
+                    return vec![(
+                        "metadata.name".into(),
+                        "Required value: name or generateName is required".into(),
+                    )];
+                }
+                "." => "may not be '.'",
+                ".." => "may not be '..'",
+                n if n.contains('/') => "may not contain '/'",
+                n if n.contains('%') => "may not contain '%'",
+                _ => return vec![],
+            };
+            vec![(
+                "metadata.name".into(),
+                format!("Invalid value: {name:?}: {why}"),
+            )]
+        }
+    }
+}
+
 /// Problems with a name for this kind: `(field, message)` pairs.
 pub(crate) fn name_errors(name: &str, label_only: bool) -> Vec<(String, String)> {
     let ok = if label_only {
@@ -204,6 +254,15 @@ mod tests {
         assert!(is_dns1123_label("default"));
         assert!(!is_dns1123_label("a.b"));
         assert_eq!(name_errors("Bad_Name", false)[0].0, "metadata.name");
+        let rbac = name_rule("rbac.authorization.k8s.io", "clusterroles");
+        assert!(name_errors_for("system:aggregate-to-admin", rbac).is_empty());
+        assert!(
+            name_errors_for("v1.", name_rule("apiregistration.k8s.io", "apiservices")).is_empty()
+        );
+        assert_eq!(
+            name_errors_for("a/b", rbac)[0].1,
+            "Invalid value: \"a/b\": may not contain '/'"
+        );
     }
 
     #[test]

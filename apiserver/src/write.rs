@@ -169,10 +169,8 @@ pub(crate) fn check_identity(req: &Req<'_>, body: &mut Value) -> ApiResult<()> {
 /// `old` is the stored object an update replaces (`None` on create).
 fn validate_all(req: &Req<'_>, obj: &Value, name: &str, old: Option<&Value>) -> ApiResult<()> {
     crate::limits::check_stored(&req.res.kind, req.target(name), obj)?;
-    let mut errs = validate::name_errors(
-        name,
-        req.res.plural == "namespaces" && req.res.group.is_empty(),
-    );
+    let mut errs =
+        validate::name_errors_for(name, validate::name_rule(&req.res.group, &req.res.plural));
     errs.extend(validate::metadata_errors(obj));
     errs.extend(validate::kind_errors(&req.res.group, &req.res.plural, obj));
     if req.res.group == "certificates.k8s.io" {

@@ -1,112 +1,13 @@
 //! End-to-end tests driving the real `kubectl` against an in-process server.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::kubectl::Kube;
 use serde_json::Value;
-use windlass_apiserver::{Config, RunningServer, start};
-
-const KUBECTL: &str = "/usr/bin/kubectl";
-
-struct Kube {
-    _dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-    _server: RunningServer,
-}
-
-impl Kube {
-    async fn new() -> Self {
-        let server = start(Config::new().in_memory())
-            .await
-            .expect("server starts");
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        server.write_kubeconfig(&kubeconfig).unwrap();
-        Self {
-            _dir: dir,
-            kubeconfig,
-            _server: server,
-        }
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(KUBECTL);
-        c.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
-        c.env("HOME", self._dir.path());
-        c
-    }
-
-    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut c = self.cmd(args);
-        c.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().expect("kubectl runs");
-        if let Some(input) = stdin {
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        }
-        drop(child.stdin.take());
-        child.wait_with_output().unwrap()
-    }
-
-    /// Runs and asserts success; returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        self.ok_in(args, None)
-    }
-
-    fn ok_in(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let out = self.run(args, stdin);
-        let (so, se) = (
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-        );
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed:\nstdout: {so}\nstderr: {se}"
-        );
-        so.into_owned()
-    }
-
-    /// Runs and asserts failure; returns stderr.
-    fn fail(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let out = self.run(args, stdin);
-        assert!(
-            !out.status.success(),
-            "kubectl {args:?} unexpectedly succeeded: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = args.to_vec();
-        a.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&a)).unwrap()
-    }
-
-    fn exists(&self, args: &[&str]) -> bool {
-        self.run(args, None).status.success()
-    }
-
-    /// Polls until `f` holds (GC runs asynchronously).
-    fn eventually(&self, what: &str, f: impl Fn() -> bool) {
-        let start = Instant::now();
-        while !f() {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "timed out waiting for {what}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
 
 const DEPLOYMENT: &str = "
 apiVersion: apps/v1

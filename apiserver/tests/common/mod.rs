@@ -1,6 +1,8 @@
 //! A small HTTP client for the integration tests: JSON requests and watch line streams.
 #![allow(dead_code)]
 
+pub mod kubectl;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -65,6 +67,47 @@ impl Http {
         (code, v)
     }
 
+    /// A request with an `Accept` header; the whole reply back.
+    pub async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        ct: &str,
+        accept: &str,
+        body: Bytes,
+    ) -> Reply {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(format!("http://{}{path}", self.addr));
+        if let Some(t) = &self.token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        if !accept.is_empty() {
+            req = req.header("accept", accept);
+        }
+        let req = req
+            .header("content-type", ct)
+            .body(Full::new(body))
+            .unwrap();
+        let resp = self.client.request(req).await.expect("request succeeds");
+        let code = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let raw = resp.into_body().collect().await.unwrap().to_bytes();
+        let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+        Reply {
+            code,
+            headers,
+            body,
+            raw,
+        }
+    }
+
+    /// A JSON body sent with `method`; the whole reply back.
+    pub async fn json(&self, method: &str, path: &str, ct: &str, body: &Value) -> Reply {
+        let bytes = Bytes::from(serde_json::to_vec(body).unwrap());
+        self.request(method, path, ct, "", bytes).await
+    }
+
     pub async fn get(&self, path: &str) -> (u16, Value) {
         self.send("GET", path, "application/json", None).await
     }
@@ -85,10 +128,16 @@ impl Http {
 
     /// Opens a watch; `None` if the server refuses with a non-200.
     pub async fn watch(&self, path: &str) -> Option<Lines> {
-        let req = Request::builder()
-            .uri(format!("http://{}{path}", self.addr))
-            .body(Full::new(Bytes::new()))
-            .unwrap();
+        self.watch_as(path, "").await
+    }
+
+    /// Opens a watch asking for `accept`.
+    pub async fn watch_as(&self, path: &str, accept: &str) -> Option<Lines> {
+        let mut req = Request::builder().uri(format!("http://{}{path}", self.addr));
+        if !accept.is_empty() {
+            req = req.header("accept", accept);
+        }
+        let req = req.body(Full::new(Bytes::new())).unwrap();
         let resp = self.client.request(req).await.ok()?;
         if resp.status() != 200 {
             return None;
@@ -97,6 +146,29 @@ impl Http {
             body: resp.into_body(),
             buf: Vec::new(),
         })
+    }
+}
+
+/// A whole reply.
+pub struct Reply {
+    pub code: u16,
+    pub headers: hyper::HeaderMap,
+    pub body: Value,
+    pub raw: Bytes,
+}
+
+impl Reply {
+    /// The texts of its `Warning` headers (`299 - "text"`).
+    pub fn warnings(&self) -> Vec<String> {
+        self.headers
+            .get_all("warning")
+            .iter()
+            .map(|v| {
+                let v = v.to_str().unwrap();
+                let quoted = v.strip_prefix("299 - ").expect("code 299, no agent");
+                serde_json::from_str(quoted).expect("a quoted text")
+            })
+            .collect()
     }
 }
 
