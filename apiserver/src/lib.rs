@@ -29,6 +29,7 @@ mod nesting;
 mod object;
 mod openapi;
 mod patch;
+mod printers;
 #[cfg(test)]
 mod properties;
 mod proto;

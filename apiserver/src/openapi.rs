@@ -279,9 +279,9 @@ pub(crate) fn index(shared: &Shared) -> Value {
     json!({"paths": paths})
 }
 
-/// A schema in OpenAPI v3 form: references into `components/schemas`, and
-/// a reference with siblings (a description) wrapped in `allOf` as kube
-/// writes them.
+/// A schema in OpenAPI v3 form: references into `components/schemas`,
+/// each wrapped in `allOf` as kube writes them (so that a reference can
+/// have siblings, a description; and `kubectl explain` names the type).
 fn to_v3(v: &Value) -> Value {
     match v {
         Value::Object(m) => {
@@ -293,21 +293,42 @@ fn to_v3(v: &Value) -> Value {
                 }
                 out.insert(k.clone(), to_v3(x));
             }
-            match reference {
-                Some(r) => {
-                    let r = json!({"$ref": r.replace("#/definitions/", "#/components/schemas/")});
-                    if out.is_empty() {
-                        r
-                    } else {
-                        out.insert("allOf".into(), json!([r]));
-                        Value::Object(out)
-                    }
-                }
-                None => Value::Object(out),
+            if let Some(r) = reference {
+                let r = json!({"$ref": r.replace("#/definitions/", "#/components/schemas/")});
+                out.insert("allOf".into(), json!([r]));
             }
+            Value::Object(out)
         }
         Value::Array(a) => Value::Array(a.iter().map(to_v3).collect()),
         other => other.clone(),
+    }
+}
+
+/// The two types whose OpenAPI v3 form says more than v2 can: kube
+/// publishes a Quantity as a string or a number, and an IntOrString as
+/// either (so `kubectl explain` names them instead of saying `string`).
+fn v3_types(name: &str, d: &mut Value) {
+    let Some(o) = d.as_object_mut() else {
+        return;
+    };
+    match name {
+        "io.k8s.apimachinery.pkg.api.resource.Quantity" => {
+            o.remove("type");
+            o.insert(
+                "oneOf".into(),
+                json!([{"type": "string"}, {"type": "number"}]),
+            );
+        }
+        "io.k8s.apimachinery.pkg.util.intstr.IntOrString" => {
+            o.remove("type");
+            o.remove("format");
+            o.insert("x-kubernetes-int-or-string".into(), json!(true));
+            o.insert(
+                "anyOf".into(),
+                json!([{"type": "integer"}, {"type": "string"}]),
+            );
+        }
+        _ => {}
     }
 }
 
@@ -338,7 +359,9 @@ pub(crate) fn group_version(shared: &Shared, gv: &str) -> Option<Value> {
     }
     let mut schemas = Map::new();
     for (name, d) in closure(wanted).into_iter().chain(custom) {
-        schemas.insert(name, to_v3(&d));
+        let mut d = to_v3(&d);
+        v3_types(&name, &mut d);
+        schemas.insert(name, d);
     }
     Some(json!({"openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": crate::discovery::GIT_VERSION},

@@ -1,83 +1,71 @@
-//! `meta.k8s.io/v1` Table responses, so `kubectl get` prints real columns.
+//! `meta.k8s.io/v1` Table responses, so `kubectl get` prints real columns:
+//! a built-in kind's columns as kube prints them (`printers.rs`), a custom
+//! resource's `additionalPrinterColumns`, NAME and AGE otherwise.
 
 use serde_json::{Value, json};
 
+use crate::printers::{self, Column};
 use crate::resources::Resource;
 use crate::time::{human_age, now_secs, parse_rfc3339};
 
-fn col(name: &str, typ: &str, format: &str, priority: i64) -> Value {
+fn definition(name: &str, typ: &str, format: &str, priority: i64) -> Value {
     json!({"name": name, "type": typ, "format": format, "description": name, "priority": priority})
 }
 
-/// Column definitions for a resource.
-pub(crate) fn columns(res: &Resource) -> Vec<Value> {
-    let name = col("Name", "string", "name", 0);
-    let age = col("Age", "string", "", 0);
-    let mut cols = vec![name];
-    match (res.group.as_str(), res.plural.as_str()) {
-        ("", "pods") => cols.extend([
-            col("Ready", "string", "", 0),
-            col("Status", "string", "", 0),
-            col("Restarts", "string", "", 0),
-            age,
-            col("IP", "string", "", 1),
-            col("Node", "string", "", 1),
-        ]),
-        ("apps", "replicasets") => cols.extend([
-            col("Desired", "integer", "", 0),
-            col("Current", "integer", "", 0),
-            col("Ready", "integer", "", 0),
-            age,
-        ]),
-        ("apps", "deployments") => cols.extend([
-            col("Ready", "string", "", 0),
-            col("Up-to-date", "integer", "", 0),
-            col("Available", "integer", "", 0),
-            age,
-        ]),
-        ("", "namespaces") => cols.extend([col("Status", "string", "", 0), age]),
-        ("", "nodes") => cols.extend([
-            col("Status", "string", "", 0),
-            col("Roles", "string", "", 0),
-            age,
-            col("Version", "string", "", 0),
-        ]),
-        ("", "configmaps") => cols.extend([col("Data", "integer", "", 0), age]),
-        ("", "secrets") => cols.extend([
-            col("Type", "string", "", 0),
-            col("Data", "integer", "", 0),
-            age,
-        ]),
-        ("", "services") => cols.extend([
-            col("Type", "string", "", 0),
-            col("Cluster-IP", "string", "", 0),
-            col("External-IP", "string", "", 0),
-            col("Port(s)", "string", "", 0),
-            age,
-        ]),
-        ("apiextensions.k8s.io", _) => cols.push(col("Created At", "date", "", 0)),
-        _ if !res.printer_columns.is_empty() => {
-            for c in &res.printer_columns {
-                cols.push(col(&c.name, &c.type_, "", 0));
-            }
-        }
-        _ => cols.push(age),
-    }
-    cols
-}
-
-fn age(v: &Value) -> String {
+fn age(v: &Value) -> Value {
     match v["metadata"]["creationTimestamp"]
         .as_str()
         .and_then(parse_rfc3339)
     {
-        Some(t) => human_age(now_secs() - t),
-        None => "<unknown>".into(),
+        Some(t) => json!(human_age(now_secs() - t)),
+        None => json!("<unknown>"),
     }
 }
 
-fn int(v: &Value) -> Value {
-    json!(v.as_i64().unwrap_or(0))
+fn name(v: &Value) -> Value {
+    json!(v["metadata"]["name"].as_str().unwrap_or_default())
+}
+
+/// The default columns: NAME and AGE.
+fn default_columns() -> Vec<Column> {
+    vec![
+        Column {
+            name: "Name",
+            typ: "string",
+            format: "name",
+            priority: 0,
+            cell: name,
+        },
+        Column {
+            name: "Age",
+            typ: "string",
+            format: "",
+            priority: 0,
+            cell: age,
+        },
+    ]
+}
+
+fn built_in(res: &Resource) -> Vec<Column> {
+    printers::columns(&res.group, &res.plural).unwrap_or_else(default_columns)
+}
+
+/// Column definitions for a resource.
+pub(crate) fn columns(res: &Resource) -> Vec<Value> {
+    if !res.builtin && !res.printer_columns.is_empty() {
+        let mut cols = vec![definition("Name", "string", "name", 0)];
+        for c in &res.printer_columns {
+            cols.push(definition(&c.name, &c.type_, "", 0));
+        }
+        return cols;
+    }
+    built_in(res)
+        .iter()
+        .map(|c| {
+            let format = if c.name == "Name" { "name" } else { c.format };
+            definition(c.name, c.typ, format, c.priority)
+        })
+        .collect()
 }
 
 /// Evaluates a simple `.a.b` JSON path of a printer column.
@@ -95,146 +83,22 @@ fn json_path<'a>(v: &'a Value, path: &str) -> &'a Value {
 
 /// Cells for one object.
 pub(crate) fn cells(res: &Resource, v: &Value) -> Vec<Value> {
-    let name = json!(v["metadata"]["name"].as_str().unwrap_or_default());
-    let s = &v["status"];
-    let deleting = v["metadata"]["deletionTimestamp"].is_string();
-    match (res.group.as_str(), res.plural.as_str()) {
-        ("", "pods") => {
-            let total = v["spec"]["containers"].as_array().map_or(0, Vec::len);
-            let statuses = s["containerStatuses"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            let ready = statuses
-                .iter()
-                .filter(|c| c["ready"].as_bool() == Some(true))
-                .count();
-            let restarts: i64 = statuses
-                .iter()
-                .filter_map(|c| c["restartCount"].as_i64())
-                .sum();
-            let mut phase = s["reason"]
-                .as_str()
-                .or(s["phase"].as_str())
-                .unwrap_or("Unknown")
-                .to_owned();
-            if deleting {
-                phase = "Terminating".into();
-            }
-            vec![
-                name,
-                json!(format!("{ready}/{total}")),
-                json!(phase),
-                json!(restarts.to_string()),
-                json!(age(v)),
-                json!(s["podIP"].as_str().unwrap_or("<none>")),
-                json!(v["spec"]["nodeName"].as_str().unwrap_or("<none>")),
-            ]
+    if !res.builtin && !res.printer_columns.is_empty() {
+        let mut c = vec![name(v)];
+        for pc in &res.printer_columns {
+            let val = json_path(v, &pc.json_path);
+            c.push(if pc.type_ == "date" {
+                match val.as_str().and_then(parse_rfc3339) {
+                    Some(t) => json!(human_age(now_secs() - t)),
+                    None => val.clone(),
+                }
+            } else {
+                val.clone()
+            });
         }
-        ("apps", "replicasets") => {
-            vec![
-                name,
-                int(&v["spec"]["replicas"]),
-                int(&s["replicas"]),
-                int(&s["readyReplicas"]),
-                json!(age(v)),
-            ]
-        }
-        ("apps", "deployments") => vec![
-            name,
-            json!(format!(
-                "{}/{}",
-                s["readyReplicas"].as_i64().unwrap_or(0),
-                v["spec"]["replicas"].as_i64().unwrap_or(0)
-            )),
-            int(&s["updatedReplicas"]),
-            int(&s["availableReplicas"]),
-            json!(age(v)),
-        ],
-        ("", "namespaces") => vec![
-            name,
-            json!(s["phase"].as_str().unwrap_or("Active")),
-            json!(age(v)),
-        ],
-        ("", "nodes") => {
-            let ready = s["conditions"]
-                .as_array()
-                .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-                .map(|c| {
-                    if c["status"] == "True" {
-                        "Ready"
-                    } else if c["status"] == "False" {
-                        "NotReady"
-                    } else {
-                        "Unknown"
-                    }
-                })
-                .unwrap_or("Unknown");
-            vec![
-                name,
-                json!(ready),
-                json!("<none>"),
-                json!(age(v)),
-                json!(s["nodeInfo"]["kubeletVersion"].as_str().unwrap_or("")),
-            ]
-        }
-        ("", "configmaps") => {
-            let n = v["data"].as_object().map_or(0, |m| m.len())
-                + v["binaryData"].as_object().map_or(0, |m| m.len());
-            vec![name, json!(n), json!(age(v))]
-        }
-        ("", "secrets") => vec![
-            name,
-            json!(v["type"].as_str().unwrap_or("Opaque")),
-            json!(v["data"].as_object().map_or(0, |m| m.len())),
-            json!(age(v)),
-        ],
-        ("", "services") => {
-            let ports: Vec<String> = v["spec"]["ports"]
-                .as_array()
-                .map(|ps| {
-                    ps.iter()
-                        .map(|p| {
-                            format!(
-                                "{}/{}",
-                                p["port"].as_i64().unwrap_or(0),
-                                p["protocol"].as_str().unwrap_or("TCP")
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            vec![
-                name,
-                json!(v["spec"]["type"].as_str().unwrap_or("ClusterIP")),
-                json!(v["spec"]["clusterIP"].as_str().unwrap_or("<none>")),
-                json!("<none>"),
-                json!(if ports.is_empty() {
-                    "<none>".to_owned()
-                } else {
-                    ports.join(",")
-                }),
-                json!(age(v)),
-            ]
-        }
-        ("apiextensions.k8s.io", _) => vec![name, v["metadata"]["creationTimestamp"].clone()],
-        _ if !res.printer_columns.is_empty() => {
-            let mut c = vec![name];
-            for pc in &res.printer_columns {
-                let val = json_path(v, &pc.json_path);
-                c.push(if pc.type_ == "date" {
-                    match val.as_str().and_then(parse_rfc3339) {
-                        Some(t) => json!(human_age(now_secs() - t)),
-                        None => val.clone(),
-                    }
-                } else {
-                    val.clone()
-                });
-            }
-            c
-        }
-        _ => vec![name, json!(age(v))],
+        return c;
     }
+    built_in(res).iter().map(|c| (c.cell)(v)).collect()
 }
 
 /// A Table of `objects`; `with_columns` false leaves out the definitions (watch events after the first).

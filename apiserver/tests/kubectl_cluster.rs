@@ -1,0 +1,284 @@
+//! kubectl commands that need what a cluster has beyond storing objects:
+//! schemas (`explain`, validation of a `kind: List`, unknown fields),
+//! reviews (`auth can-i`, `auth whoami`), service account tokens (`create
+//! token`, then used), HPA `autoscaling/v1` (`autoscale`), CSR approval,
+//! field selectors, aggregated discovery (`api-resources`).
+
+mod common;
+
+use common::kubectl::Kube;
+use serde_json::Value;
+use windlass_apiserver::Config;
+
+const DEPLOYMENT: &str = "
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx}]
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn explain_prints_the_schema() {
+    let k = Kube::new().await;
+    let out = k.ok(&["explain", "deployment.spec.strategy"]);
+    assert!(out.contains("KIND:       Deployment"), "{out}");
+    assert!(
+        out.contains("FIELD: strategy <DeploymentStrategy>"),
+        "{out}"
+    );
+    assert!(
+        out.contains("rollingUpdate\t<RollingUpdateDeployment>"),
+        "{out}"
+    );
+    assert!(
+        out.contains("The deployment strategy to use to replace existing pods with new ones."),
+        "{out}"
+    );
+    let out = k.ok(&["explain", "pods.spec.containers.resources", "--recursive"]);
+    assert!(out.contains("limits\t<map[string]Quantity>"), "{out}");
+    // A custom resource, from its CRD's schema.
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer, description: How big the widget is.}
+",
+        ),
+    );
+    let out = k.ok(&["explain", "widgets.spec.size"]);
+    assert!(out.contains("How big the widget is."), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn auth_can_i_and_whoami() {
+    let k = Kube::new().await;
+    assert_eq!(k.ok(&["auth", "can-i", "create", "pods"]).trim(), "yes");
+    assert_eq!(
+        k.ok(&["auth", "can-i", "delete", "nodes", "--all-namespaces"])
+            .trim(),
+        "yes"
+    );
+    let list = k.ok(&["auth", "can-i", "--list"]);
+    assert!(list.contains("*.*"), "{list}");
+    let me = k.ok(&["auth", "whoami", "-o", "json"]);
+    let me: Value = serde_json::from_str(&me).unwrap();
+    assert_eq!(me["status"]["userInfo"]["username"], "windlass-admin");
+}
+
+/// `kubectl create token`, and the token used by kubectl as its
+/// credentials (over HTTPS: kubectl sends tokens only over TLS).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn create_token_gives_a_token_the_server_accepts() {
+    let any: std::net::SocketAddr = "0.0.0.0:0".parse().unwrap();
+    let k = Kube::with(Config::new().in_memory().listen(any)).await;
+    let token = k.ok(&["create", "token", "default", "--duration", "20m"]);
+    let token = token.trim();
+    assert_eq!(token.split('.').count(), 3, "a JSON Web Token: {token}");
+    let admin = k.server.bearer_token().unwrap().to_owned();
+    let text = std::fs::read_to_string(&k.kubeconfig).unwrap();
+    std::fs::write(&k.kubeconfig, text.replace(&admin, token)).unwrap();
+    let me = k.ok(&[
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username}",
+    ]);
+    assert_eq!(me, "system:serviceaccount:default:default");
+    k.ok(&["get", "configmaps"]);
+    // Another namespace's account needs the account to exist.
+    let err = k.fail(&["create", "token", "nobody"], None);
+    assert!(
+        err.contains("serviceaccounts \"nobody\" not found"),
+        "{err}"
+    );
+    // A token whose account is gone is refused.
+    std::fs::write(&k.kubeconfig, &text).unwrap();
+    k.ok(&["delete", "serviceaccount", "default"]);
+    std::fs::write(&k.kubeconfig, text.replace(&admin, token)).unwrap();
+    let err = k.fail(&["get", "configmaps"], None);
+    assert!(err.contains("Unauthorized"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn autoscale_writes_autoscaling_v1() {
+    let k = Kube::new().await;
+    k.ok_in(&["apply", "-f", "-"], Some(DEPLOYMENT));
+    let out = k.ok(&[
+        "autoscale",
+        "deployment",
+        "web",
+        "--min=2",
+        "--max=5",
+        "--cpu-percent=80",
+    ]);
+    assert!(
+        out.contains("horizontalpodautoscaler.autoscaling/web autoscaled"),
+        "{out}"
+    );
+    let hpa = k.json(&["get", "hpa", "web"]);
+    assert_eq!(hpa["apiVersion"], "autoscaling/v2");
+    assert_eq!(hpa["spec"]["minReplicas"], 2);
+    assert_eq!(hpa["spec"]["maxReplicas"], 5);
+    assert_eq!(hpa["spec"]["metrics"][0]["resource"]["name"], "cpu");
+    assert_eq!(
+        hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
+        80
+    );
+    let table = k.ok(&["get", "hpa"]);
+    assert!(
+        table.contains("REFERENCE") && table.contains("Deployment/web"),
+        "{table}"
+    );
+}
+
+/// kubectl validates a `kind: List` itself, against `/openapi/v2`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn apply_of_a_list_validates_against_the_schemas() {
+    let k = Kube::new().await;
+    let list = "
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1, labels: {zone: a}}
+  spec: {}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: settings}
+  data: {level: high}
+";
+    let out = k.ok_in(&["apply", "-f", "-"], Some(list));
+    assert!(
+        out.contains("node/n1 created") && out.contains("configmap/settings created"),
+        "{out}"
+    );
+    let out = k.ok_in(&["apply", "-f", "-"], Some(list));
+    assert!(out.contains("node/n1 unchanged"), "{out}");
+    // The same validation refuses what the schema does not have.
+    let bad = list.replace("data: {level: high}", "data: {level: high}\n  colour: red");
+    let err = k.fail(&["apply", "-f", "-"], Some(&bad));
+    assert!(err.contains("unknown field \"colour\""), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unknown_fields_under_each_validate_mode() {
+    let k = Kube::new().await;
+    let cm = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{a: b}}\nbogus: 1\n"
+        )
+    };
+    // kubectl's default is Strict, left to the server.
+    let err = k.fail(&["apply", "-f", "-"], Some(&cm("strict")));
+    assert!(
+        err.contains("strict decoding error: unknown field \"bogus\""),
+        "{err}"
+    );
+    assert!(!k.exists(&["get", "cm", "strict"]));
+    let out = k.run(
+        &["apply", "--validate=warn", "-f", "-"],
+        Some(&cm("warned")),
+    );
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Warning: unknown field \"bogus\""), "{err}");
+    k.ok_in(
+        &["create", "--validate=false", "-f", "-"],
+        Some(&cm("ignored")),
+    );
+    let stored = k.json(&["get", "cm", "ignored"]);
+    assert!(stored.get("bogus").is_none(), "{stored}");
+    // Server-side apply, which refuses fields the schema does not declare.
+    let err = k.fail(&["apply", "--server-side", "-f", "-"], Some(&cm("ssa")));
+    assert!(
+        err.contains(".bogus: field not declared in schema"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn certificate_approve_and_node_field_selectors() {
+    use base64::Engine as _;
+    let k = Kube::new().await;
+    let request = base64::engine::general_purpose::STANDARD
+        .encode("-----BEGIN CERTIFICATE REQUEST-----\nMIIBADCBqAIBADA=\n-----END CERTIFICATE REQUEST-----\n");
+    let csr = format!(
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {{name: alice}}\nspec:\n  request: {request}\n  signerName: kubernetes.io/kube-apiserver-client\n  usages: [client auth]\n"
+    );
+    k.ok_in(&["apply", "-f", "-"], Some(&csr));
+    let out = k.ok(&["certificate", "approve", "alice"]);
+    assert!(out.contains("approved"), "{out}");
+    let c = k.json(&["get", "csr", "alice"]);
+    assert_eq!(c["status"]["conditions"][0]["type"], "Approved");
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some("apiVersion: v1\nkind: Node\nmetadata: {name: open}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: closed}\nspec: {unschedulable: true}\n"),
+    );
+    let out = k.ok(&[
+        "get",
+        "nodes",
+        "--field-selector",
+        "spec.unschedulable=false",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(out.trim(), "node/open");
+    let err = k.fail(
+        &["get", "nodes", "--field-selector", "spec.podCIDR=x"],
+        None,
+    );
+    assert!(
+        err.contains("field label not supported: spec.podCIDR"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_groups_and_objects_every_cluster_has() {
+    let k = Kube::new().await;
+    let out = k.ok(&["api-resources"]);
+    for line in [
+        "selfsubjectaccessreviews",
+        "certificatesigningrequests",
+        "apiservices",
+        "tokenreviews",
+    ] {
+        assert!(out.contains(line), "{line} in {out}");
+    }
+    let out = k.ok(&["get", "service", "kubernetes"]);
+    assert!(
+        out.contains("10.96.0.1") && out.contains("443/TCP"),
+        "{out}"
+    );
+    let out = k.ok(&["get", "apiservices"]);
+    assert!(out.contains("v1.apps") && out.contains("Local"), "{out}");
+    let out = k.ok(&["get", "serviceaccounts", "-A"]);
+    assert!(
+        out.contains("kube-system") && out.contains("default"),
+        "{out}"
+    );
+}
