@@ -178,6 +178,12 @@ items:
     );
     let out = k.ok_in(&["apply", "-f", "-"], Some(list));
     assert!(out.contains("node/n1 unchanged"), "{out}");
+    // The repository's example nodes are such a List.
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/nodes.yaml");
+    let out = k.ok(&["apply", "-f", example]);
+    assert!(out.contains("node/node-gpu1 created"), "{out}");
+    let gpu = k.json(&["get", "node", "node-gpu1"]);
+    assert_eq!(gpu["spec"]["taints"][0]["key"], "dedicated");
     // The same validation refuses what the schema does not have.
     let bad = list.replace("data: {level: high}", "data: {level: high}\n  colour: red");
     let err = k.fail(&["apply", "-f", "-"], Some(&bad));
