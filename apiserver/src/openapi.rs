@@ -383,7 +383,7 @@ mod tests {
         );
         assert_eq!(d["properties"]["spec"]["description"], "Spec");
         assert_eq!(
-            d["properties"]["items"]["items"]["$ref"],
+            d["properties"]["items"]["items"]["allOf"][0]["$ref"],
             "#/components/schemas/X"
         );
     }

@@ -7,7 +7,6 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::kubectl::Kube;
-use serde_json::Value;
 
 const DEPLOYMENT: &str = "
 apiVersion: apps/v1
