@@ -80,7 +80,7 @@ pub(crate) async fn resource(
     };
     let mut resp = serve(&ctx, &method, &rp, &ct, &ua, &body, path).await?;
     let warnings = std::mem::take(&mut *ctx.warnings.lock().unwrap_or_else(|e| e.into_inner()));
-    for w in warnings {
+    for w in intake::capped(warnings) {
         if let Ok(v) = hyper::header::HeaderValue::from_str(&intake::warning_header(&w)) {
             resp.headers_mut().append("warning", v);
         }

@@ -164,6 +164,46 @@ pub(crate) fn patch_outcome(
     Ok(warnings(unknown))
 }
 
+/// How much warning text one response carries, in characters, and what
+/// each warning is cut to once that is exceeded: kube's warning recorder's
+/// limits, so that a body full of unknown fields cannot make the response's
+/// headers grow without bound.
+const MAX_WARNING_CHARS: usize = 4 * 1024;
+const TRUNCATED_WARNING_CHARS: usize = 256;
+
+/// The warnings a response carries, as kube's recorder keeps them: each
+/// text once; all of them whole while they fit in 4,096 characters; once
+/// they do not, every one (those already kept too) cut to 256 characters
+/// and further ones kept only while fewer than 4,096 have been written.
+pub(crate) fn capped(warnings: Vec<String>) -> Vec<String> {
+    let cut = |w: &str| -> String { w.chars().take(TRUNCATED_WARNING_CHARS).collect() };
+    let mut seen = std::collections::HashSet::new();
+    let mut kept: Vec<String> = Vec::new();
+    let mut written = 0;
+    let mut truncating = false;
+    for text in warnings {
+        if text.is_empty() || (truncating && written >= MAX_WARNING_CHARS) {
+            continue;
+        }
+        if !seen.insert(text.clone()) {
+            continue;
+        }
+        let item = if truncating { cut(&text) } else { text };
+        let len = item.chars().count();
+        if truncating || written + len <= MAX_WARNING_CHARS {
+            written += len;
+            kept.push(item);
+            continue;
+        }
+        // The first to overflow: start again with every warning so far cut.
+        truncating = true;
+        kept.push(item);
+        kept = kept.iter().map(|w| cut(w)).collect();
+        written = kept.iter().map(|w| w.chars().count()).sum();
+    }
+    kept
+}
+
 /// A `Warning` header value (RFC 7234: code 299, no agent, quoted text).
 pub(crate) fn warning_header(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 10);
@@ -253,6 +293,25 @@ mod tests {
             e.message,
             "CreateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"Loud\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
         );
+    }
+
+    #[test]
+    fn warnings_are_capped_as_kube_caps_them() {
+        // Whole while they fit, duplicates once.
+        let few = vec!["a".repeat(300), "b".into(), "b".into()];
+        assert_eq!(capped(few), vec!["a".repeat(300), "b".to_owned()]);
+        // Past 4,096 characters: each cut to 256, earlier ones too, and
+        // more kept only while fewer than 4,096 are written.
+        let many: Vec<String> = (0..100)
+            .map(|i| format!("{i:03}{}", "x".repeat(297)))
+            .collect();
+        let kept = capped(many);
+        assert!(kept.iter().all(|w| w.chars().count() == 256));
+        assert_eq!(kept.len(), 16, "4,096 / 256");
+        assert!(kept[0].starts_with("000") && kept[15].starts_with("015"));
+        // Characters, not bytes.
+        let wide = capped(vec!["é".repeat(5000)]);
+        assert_eq!(wide[0].chars().count(), 256);
     }
 
     #[test]
