@@ -241,6 +241,97 @@ pub(crate) fn kind_errors(group: &str, plural: &str, obj: &Value) -> Vec<(String
     errs
 }
 
+/// The StatefulSet spec fields an update may change, and kube's words for
+/// changing any other.
+const STATEFULSET_MUTABLE: [&str; 6] = [
+    "replicas",
+    "ordinals",
+    "template",
+    "updateStrategy",
+    "persistentVolumeClaimRetentionPolicy",
+    "minReadySeconds",
+];
+const STATEFULSET_FORBIDDEN: &str = "Forbidden: updates to statefulset spec for fields other than \
+    'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' \
+    and 'minReadySeconds' are forbidden";
+
+/// What an update may not change, as kube's update validations say it
+/// (`old` is the stored object): workload selectors, a StatefulSet's spec
+/// beyond the fields kube lets change, a Job's template, the contents of an
+/// immutable ConfigMap or Secret.
+pub(crate) fn update_errors(
+    group: &str,
+    plural: &str,
+    old: &Value,
+    new: &Value,
+) -> Vec<(String, String)> {
+    let mut errs = Vec::new();
+    let immutable = |field: &str, a: &Value, b: &Value, errs: &mut Vec<(String, String)>| {
+        if a != b {
+            errs.push((
+                field.to_owned(),
+                format!("Invalid value: {b}: field is immutable"),
+            ));
+        }
+    };
+    match (group, plural) {
+        ("apps", "deployments" | "replicasets" | "daemonsets") => {
+            immutable(
+                "spec.selector",
+                &old["spec"]["selector"],
+                &new["spec"]["selector"],
+                &mut errs,
+            );
+        }
+        ("apps", "statefulsets") => {
+            let fixed = |spec: &Value| {
+                let mut spec = spec.clone();
+                if let Some(m) = spec.as_object_mut() {
+                    for f in STATEFULSET_MUTABLE {
+                        m.remove(f);
+                    }
+                }
+                spec
+            };
+            if fixed(&old["spec"]) != fixed(&new["spec"]) {
+                errs.push(("spec".into(), STATEFULSET_FORBIDDEN.into()));
+            }
+        }
+        ("batch", "jobs") => {
+            immutable(
+                "spec.selector",
+                &old["spec"]["selector"],
+                &new["spec"]["selector"],
+                &mut errs,
+            );
+            immutable(
+                "spec.template",
+                &old["spec"]["template"],
+                &new["spec"]["template"],
+                &mut errs,
+            );
+        }
+        ("", "configmaps" | "secrets") if old["immutable"] == true => {
+            if new["immutable"] != true {
+                errs.push((
+                    "immutable".into(),
+                    "Forbidden: field is immutable when `immutable` is set".into(),
+                ));
+            }
+            for f in ["data", "binaryData"] {
+                if old.get(f) != new.get(f) {
+                    errs.push((
+                        f.into(),
+                        "Forbidden: field is immutable when `immutable` is set".into(),
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    errs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,6 +370,29 @@ mod tests {
             metadata_errors(&json!({"metadata": {"ownerReferences": [{"kind": "X"}]}})).len(),
             3
         );
+    }
+
+    #[test]
+    fn what_updates_may_not_change() {
+        let d = |app: &str| json!({"spec": {"selector": {"matchLabels": {"app": app}}}});
+        let e = update_errors("apps", "deployments", &d("a"), &d("b"));
+        assert_eq!(e[0].0, "spec.selector");
+        assert!(e[0].1.ends_with("field is immutable"));
+        assert!(update_errors("apps", "deployments", &d("a"), &d("a")).is_empty());
+        let sts = |sel: &str, replicas: u32| {
+            json!({"spec": {"replicas": replicas, "serviceName": "s",
+                "selector": {"matchLabels": {"app": sel}}}})
+        };
+        assert!(update_errors("apps", "statefulsets", &sts("a", 1), &sts("a", 3)).is_empty());
+        let e = update_errors("apps", "statefulsets", &sts("a", 1), &sts("b", 1));
+        assert_eq!(e[0].0, "spec");
+        assert!(e[0].1.starts_with("Forbidden: updates to statefulset spec"));
+        let cm = |v: &str| json!({"immutable": true, "data": {"k": v}});
+        assert_eq!(
+            update_errors("", "configmaps", &cm("1"), &cm("2"))[0].0,
+            "data"
+        );
+        assert!(update_errors("", "configmaps", &cm("1"), &cm("1")).is_empty());
     }
 
     #[test]

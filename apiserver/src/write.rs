@@ -173,6 +173,14 @@ fn validate_all(req: &Req<'_>, obj: &Value, name: &str, old: Option<&Value>) -> 
         validate::name_errors_for(name, validate::name_rule(&req.res.group, &req.res.plural));
     errs.extend(validate::metadata_errors(obj));
     errs.extend(validate::kind_errors(&req.res.group, &req.res.plural, obj));
+    if let Some(old) = old {
+        errs.extend(validate::update_errors(
+            &req.res.group,
+            &req.res.plural,
+            old,
+            obj,
+        ));
+    }
     if req.res.group == "certificates.k8s.io" {
         errs.extend(crate::certificates::errors(obj, old));
     }

@@ -327,6 +327,89 @@ async fn no_finalizer_may_be_added_to_an_object_being_deleted() {
     server.shutdown().await;
 }
 
+/// kube's update validations: a 422 naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_may_not_change_what_kube_keeps() {
+    let server = start(Config::new()).await.unwrap();
+    let http = Http::new(server.addr());
+    assert_eq!(
+        http.json("POST", DEPLOYS, JSON, &deployment("sel"))
+            .await
+            .code,
+        201
+    );
+    let patch = json!({"spec": {"selector": {"matchLabels": {"app": "other"}},
+        "template": {"metadata": {"labels": {"app": "other"}}}}});
+    let r = http
+        .json("PATCH", &format!("{DEPLOYS}/sel"), MERGE, &patch)
+        .await;
+    assert_status(&r, 422, "Invalid");
+    assert_eq!(r.body["details"]["causes"][0]["field"], "spec.selector");
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("field is immutable")
+    );
+    let cm = json!({"metadata": {"name": "frozen"}, "immutable": true, "data": {"a": "1"}});
+    assert_eq!(http.json("POST", CMS, JSON, &cm).await.code, 201);
+    let r = http
+        .json(
+            "PATCH",
+            &format!("{CMS}/frozen"),
+            MERGE,
+            &json!({"data": {"a": "2"}}),
+        )
+        .await;
+    assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        r.body["details"]["causes"][0]["reason"],
+        "FieldValueForbidden"
+    );
+    let r = http
+        .json(
+            "PATCH",
+            &format!("{CMS}/frozen"),
+            MERGE,
+            &json!({"metadata": {"labels": {"x": "y"}}}),
+        )
+        .await;
+    assert_eq!(r.code, 200, "metadata may change: {}", r.body);
+    // A StatefulSet's spec may change only in the fields kube lists.
+    let sts = "/apis/apps/v1/namespaces/default/statefulsets";
+    let mut db = deployment("db");
+    db["spec"]["serviceName"] = json!("db");
+    assert_eq!(http.json("POST", sts, JSON, &db).await.code, 201);
+    let r = http
+        .json(
+            "PATCH",
+            &format!("{sts}/db"),
+            MERGE,
+            &json!({"spec": {"serviceName": "other"}}),
+        )
+        .await;
+    assert_status(&r, 422, "Invalid");
+    assert_eq!(r.body["details"]["causes"][0]["field"], "spec");
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("updates to statefulset spec for fields other than 'replicas'"),
+        "{}",
+        r.body
+    );
+    let r = http
+        .json(
+            "PATCH",
+            &format!("{sts}/db"),
+            MERGE,
+            &json!({"spec": {"replicas": 3}}),
+        )
+        .await;
+    assert_eq!(r.code, 200, "replicas may change: {}", r.body);
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn field_selectors_are_those_of_a_cluster() {
     let server = start(Config::new()).await.unwrap();
