@@ -2,7 +2,8 @@
 //! the system namespaces, a `default` ServiceAccount in each namespace, the
 //! `kubernetes` Service in `default` with its Endpoints and EndpointSlice
 //! pointing at this server (kept current when its address changes), and a
-//! local APIService for every built-in group and version.
+//! local APIService for every built-in group and version and every group
+//! and version CRDs serve.
 
 use std::net::SocketAddr;
 
@@ -39,8 +40,9 @@ pub(crate) fn ensure(st: &mut State, addr: SocketAddr) {
         upsert(st, key, "default", obj, true);
     }
     for obj in api_services(st) {
-        upsert(st, "apiregistration.k8s.io/apiservices", "", obj, true);
+        upsert(st, API_SERVICES, "", obj, true);
     }
+    sync_crd_api_services(st);
 }
 
 /// Creates the `default` ServiceAccount of namespace `ns` if it is missing,
@@ -80,6 +82,70 @@ fn kubernetes_service(addr: SocketAddr) -> [Value; 3] {
     ]
 }
 
+const API_SERVICES: &str = "apiregistration.k8s.io/apiservices";
+const AUTOMANAGED: &str = "kube-aggregator.kubernetes.io/automanaged";
+
+fn api_service(
+    group: &str,
+    version: &str,
+    priority: i64,
+    version_priority: i64,
+    managed: &str,
+) -> Value {
+    json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": format!("{version}.{group}"), "labels": {AUTOMANAGED: managed}},
+        "spec": {"group": group, "version": version,
+            "groupPriorityMinimum": priority, "versionPriority": version_priority},
+        "status": {"conditions": [{"type": "Available", "status": "True", "reason": "Local",
+            "message": "Local APIServices are always available",
+            "lastTransitionTime": crate::time::now_rfc3339()}]}})
+}
+
+/// Keeps one APIService per group and version that CRDs serve (labelled
+/// `automanaged: "true"`, as kube's CRD registration controller makes
+/// them), removing those no CRD serves any more.
+pub(crate) fn sync_crd_api_services(st: &mut State) {
+    let mut wanted: Vec<(String, String)> = st
+        .registry
+        .all()
+        .filter(|r| !r.builtin)
+        .flat_map(|r| r.versions.iter().map(|v| (r.group.clone(), v.clone())))
+        .collect();
+    wanted.sort();
+    wanted.dedup();
+    for (g, v) in &wanted {
+        upsert(
+            st,
+            API_SERVICES,
+            "",
+            api_service(g, v, 1000, 100, "true"),
+            false,
+        );
+    }
+    let Some(res) = st.registry.get_key(API_SERVICES).cloned() else {
+        return;
+    };
+    for o in st.list(API_SERVICES, None) {
+        let spec = &o.value["spec"];
+        let key = (
+            spec["group"].as_str().unwrap_or_default().to_owned(),
+            spec["version"].as_str().unwrap_or_default().to_owned(),
+        );
+        if o.value["metadata"]["labels"][AUTOMANAGED] == "true" && !wanted.contains(&key) {
+            let req = Req {
+                res: &res,
+                version: &res.versions[0],
+                ns: "",
+                dry_run: false,
+            };
+            let name = object::name(&o.value).to_owned();
+            if let Err(e) = write::delete(st, &req, &name, &Default::default()) {
+                tracing::error!(name, error = %e.message, "cannot delete a CRD's APIService");
+            }
+        }
+    }
+}
+
 /// One local APIService per built-in group and version, named and
 /// prioritised as kube-aggregator's autoregistration names them.
 fn api_services(st: &State) -> Vec<Value> {
@@ -91,18 +157,17 @@ fn api_services(st: &State) -> Vec<Value> {
             .into_iter()
             .filter(|(g, _)| crate::resources::is_builtin_group(g)),
     );
-    let now = crate::time::now_rfc3339();
     for (i, (group, versions)) in groups.iter().enumerate() {
         let priority = 18_000 - 100 * i64::try_from(i).unwrap_or(0);
         for (j, version) in versions.iter().enumerate() {
-            let name = format!("{version}.{group}");
-            out.push(json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-                "metadata": {"name": name,
-                    "labels": {"kube-aggregator.kubernetes.io/automanaged": "onstart"}},
-                "spec": {"group": group, "version": version,
-                    "groupPriorityMinimum": priority, "versionPriority": if j == 0 { 15 } else { 9 }},
-                "status": {"conditions": [{"type": "Available", "status": "True", "reason": "Local",
-                    "message": "Local APIServices are always available", "lastTransitionTime": now}]}}));
+            let version_priority = if j == 0 { 15 } else { 9 };
+            out.push(api_service(
+                group,
+                version,
+                priority,
+                version_priority,
+                "onstart",
+            ));
         }
     }
     out

@@ -274,6 +274,7 @@ fn crd_status(crd: &mut Value) {
 fn register_crd(st: &mut State, obj: &Value) {
     if let Ok(r) = resources::from_crd(obj) {
         st.registry.insert(r);
+        crate::system::sync_crd_api_services(st);
     }
 }
 
@@ -575,6 +576,7 @@ fn remove_crd(st: &mut State, req: &Req<'_>, name: &str) -> Written {
             st.write(&key, &ns, object::name(&o.value), None);
         }
         st.registry.remove(&key);
+        crate::system::sync_crd_api_services(st);
     }
     let (o, ack) = st.write(&req.res.key(), req.ns, name, None);
     Written {

@@ -992,6 +992,23 @@ async fn openapi_documents_carry_the_schemas() {
     );
     let (_, v2) = http.get("/openapi/v2").await;
     assert!(v2["definitions"]["com.example.v1.Gadget"].is_object());
+    // Its group has an APIService while the CRD exists, as on a cluster.
+    let svc = "/apis/apiregistration.k8s.io/v1/apiservices/v1.example.com";
+    let (c, s) = http.get(svc).await;
+    assert_eq!(
+        (
+            c,
+            &s["metadata"]["labels"]["kube-aggregator.kubernetes.io/automanaged"]
+        ),
+        (200, &json!("true"))
+    );
+    assert_eq!(
+        http.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com")
+            .await
+            .0,
+        200
+    );
+    assert_eq!(http.get(svc).await.0, 404);
     server.shutdown().await;
 }
 
