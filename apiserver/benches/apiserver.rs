@@ -1,6 +1,9 @@
 //! Benchmark of the embedded API server: durable creates with each
-//! durability side by side, watch fan-out and a 100,000-object list, printed
-//! as a table (`cargo bench -p windlass-apiserver --bench apiserver`).
+//! durability side by side, watch fan-out and a 100,000-object list, and
+//! the time from starting a server (the library, and the `windlass
+//! apiserver` binary) to its first answer, printed as tables (`cargo bench
+//! -p windlass-apiserver --bench apiserver`; `-- --startup` for the
+//! startup table alone).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -118,6 +121,10 @@ async fn durable_server(durability: Durability) -> (RunningServer, tempfile::Tem
 #[tokio::main]
 async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    if std::env::args().any(|a| a == "--startup") {
+        startup().await;
+        return;
+    }
     let n = if quick { 2_000 } else { 10_000 };
     println!("| metric | process | power-loss | target |");
     println!("|---|---|---|---|");
@@ -202,6 +209,115 @@ async fn main() {
         "<= 1.0 (100k)",
     );
     server.shutdown().await;
+    startup().await;
+}
+
+/// How many starts each startup figure is the median of.
+const STARTS: usize = 20;
+
+/// `GET /api/v1/namespaces` on a new connection: whether it answered 200.
+async fn namespaces(addr: SocketAddr) -> bool {
+    let req = Request::get(format!("http://{addr}/api/v1/namespaces"))
+        .body(Full::new(Bytes::new()))
+        .expect("valid request");
+    match client().request(req).await {
+        Ok(r) => {
+            let ok = r.status() == 200;
+            ok && r.into_body().collect().await.is_ok()
+        }
+        Err(_) => false,
+    }
+}
+
+fn median_ms(mut times: Vec<Duration>) -> String {
+    times.sort();
+    format!("{:.1}", times[times.len() / 2].as_secs_f64() * 1000.0)
+}
+
+/// From starting a server to the first successful `GET /api/v1/namespaces`:
+/// in this process (in memory, and on a fresh data directory), and as the
+/// `windlass apiserver` binary (a new process, polled until it answers).
+async fn startup() {
+    println!();
+    println!("| start to the first `GET /api/v1/namespaces` (median of {STARTS}) | ms | target |");
+    println!("|---|---|---|");
+    let mut memory = Vec::new();
+    let mut disk = Vec::new();
+    for _ in 0..STARTS {
+        let t = Instant::now();
+        let s = start(Config::new()).await.expect("server starts");
+        assert!(namespaces(s.addr()).await, "the server answers");
+        memory.push(t.elapsed());
+        s.shutdown().await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let t = Instant::now();
+        let s = start(Config::new().data_dir(dir.path().into()))
+            .await
+            .expect("server starts");
+        assert!(namespaces(s.addr()).await, "the server answers");
+        disk.push(t.elapsed());
+        s.shutdown().await;
+    }
+    println!("| library, in memory | {} | <= 50 |", median_ms(memory));
+    println!(
+        "| library, new data directory (SQLite) | {} | <= 50 |",
+        median_ms(disk)
+    );
+    match windlass_binary() {
+        Some((bin, build)) => {
+            let mut times = Vec::new();
+            for _ in 0..STARTS {
+                times.push(binary_start(&bin).await);
+            }
+            println!(
+                "| `windlass apiserver --in-memory` ({build}), spawned | {} | <= 50 |",
+                median_ms(times)
+            );
+        }
+        None => println!(
+            "| `windlass apiserver` | not measured: build it first (`cargo build -p windlass --release`, or set WINDLASS_BIN) | <= 50 |"
+        ),
+    }
+}
+
+/// The `windlass` binary and which build it is: `$WINDLASS_BIN`, else the
+/// workspace's release build, else its debug build.
+fn windlass_binary() -> Option<(std::path::PathBuf, &'static str)> {
+    if let Some(b) = std::env::var_os("WINDLASS_BIN") {
+        return Some((b.into(), "$WINDLASS_BIN"));
+    }
+    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    [("release", "release build"), ("debug", "debug build")]
+        .into_iter()
+        .map(|(dir, build)| (target.join(dir).join("windlass"), build))
+        .find(|(p, _)| p.is_file())
+}
+
+/// Starts the binary on a free port and polls until it answers.
+async fn binary_start(bin: &std::path::Path) -> Duration {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let t = Instant::now();
+    let mut child = std::process::Command::new(bin)
+        .args(["apiserver", "--in-memory", "--listen", &addr.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("windlass starts");
+    while !namespaces(addr).await {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "windlass apiserver never answered"
+        );
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    let took = t.elapsed();
+    let _ = child.kill();
+    let _ = child.wait();
+    took
 }
 
 /// Average latency of a small write plus fsync in `dir`.
