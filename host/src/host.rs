@@ -150,13 +150,16 @@ impl Host {
 
     /// [`Host::load_file`] for an instance with these settings (the text of
     /// a JSON object, which the plugin reads through its `instance` import).
-    pub async fn load_file_with(&self, path: &Path, settings: Option<String>) -> anyhow::Result<String> {
+    pub async fn load_file_with(
+        &self,
+        path: &Path,
+        settings: Option<String>,
+    ) -> anyhow::Result<String> {
         let runtime = self.runtime.clone();
         let file = path.to_path_buf();
-        let loaded = tokio::task::spawn_blocking(move || {
-            runtime.load_file_with(&file, settings.as_deref())
-        })
-        .await?;
+        let loaded =
+            tokio::task::spawn_blocking(move || runtime.load_file_with(&file, settings.as_deref()))
+                .await?;
         let plugin = match loaded {
             Ok(plugin) => plugin,
             Err(e) => {
@@ -370,14 +373,11 @@ impl Host {
                         running += 1;
                         continue;
                     }
-                    match self.load_file(path).await {
-                        Ok(name) => {
-                            running += 1;
-                            tracing::info!(plugin = %name, file = %path.display(), "plugin loaded");
-                        }
-                        // Recorded and logged by `load_file`; an older
-                        // version, if any, keeps running.
-                        Err(_) => {}
+                    // A failure is recorded and logged by `load_file`; an
+                    // older version, if any, keeps running.
+                    if let Ok(name) = self.load_file(path).await {
+                        running += 1;
+                        tracing::info!(plugin = %name, file = %path.display(), "plugin loaded");
                     }
                 }
             }
