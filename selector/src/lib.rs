@@ -1,4 +1,6 @@
-//! Kubernetes label and field selectors: parsing, canonical printing and matching.
+//! Kubernetes label and field selectors: parsing, canonical printing and matching;
+//! and resource quantities (`100m`, `2Gi`): exact parsing, arithmetic and
+//! canonical printing.
 //!
 //! Shared by the host (cache lists), the embedded API server (list/watch
 //! filtering) and the guest SDK's test cache, so that all three agree on what
@@ -13,9 +15,11 @@
 
 mod field;
 mod label;
+mod quantity;
 
 pub use field::{FieldRequirement, FieldSelector};
 pub use label::{LabelSelector, Operator, Requirement};
+pub use quantity::{Format, Quantity, QuantityError};
 
 /// A selector string that does not parse, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
