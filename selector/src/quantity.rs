@@ -634,7 +634,7 @@ mod properties {
         fn addition_is_exact(a in -1_000_000_000_000i64..1_000_000_000_000, b in -1_000_000_000_000i64..1_000_000_000_000) {
             let (qa, qb) = (Quantity { nanos: a.into(), format: Format::DecimalSI }, Quantity { nanos: b.into(), format: Format::BinarySI });
             prop_assert_eq!((qa + qb).nanos(), i128::from(a) + i128::from(b));
-            prop_assert_eq!((qa + qb - qb), qa);
+            prop_assert_eq!(qa + qb - qb, qa);
         }
     }
 }
