@@ -10,6 +10,7 @@
 //!
 //! See `docs/apiserver.md` for what is supported and how it is built.
 
+mod admission;
 mod api;
 mod defaults;
 mod discovery;
