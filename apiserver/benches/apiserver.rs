@@ -1,6 +1,8 @@
 //! Benchmark of the embedded API server: durable creates with each
-//! durability side by side, watch fan-out and a 100,000-object list, printed
-//! as a table (`cargo bench -p windlass-apiserver --bench apiserver`).
+//! durability side by side, watch fan-out, a 100,000-object list, and the
+//! cost of namespace governance (pod creates under a LimitRange and three
+//! ResourceQuotas against the same without), printed as a table
+//! (`cargo bench -p windlass-apiserver --bench apiserver`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,7 +29,12 @@ async fn create(c: &HttpClient, addr: SocketAddr, name: &str) -> bool {
     let body = format!(
         r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}},"data":{{"k":"v"}}}}"#
     );
-    let req = Request::post(format!("http://{addr}{CMS}"))
+    post(c, addr, CMS, body).await
+}
+
+/// POSTs `body` to the collection at `path`; whether it was created.
+async fn post(c: &HttpClient, addr: SocketAddr, path: &str, body: String) -> bool {
+    let req = Request::post(format!("http://{addr}{path}"))
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(body)))
         .expect("valid request");
@@ -38,6 +45,82 @@ async fn create(c: &HttpClient, addr: SocketAddr, name: &str) -> bool {
             ok
         }
         Err(_) => false,
+    }
+}
+
+/// A pod with one container that sets no resources, in `ns`.
+async fn create_pod(c: &HttpClient, addr: SocketAddr, ns: &str, name: &str) -> bool {
+    let body = format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}"}},"spec":{{"containers":[{{"name":"app","image":"nginx:1.27"}}]}}}}"#
+    );
+    post(c, addr, &format!("/api/v1/namespaces/{ns}/pods"), body).await
+}
+
+/// Creates `n` pods in `ns` with `clients` concurrent clients; returns the
+/// seconds taken.
+async fn create_pods(addr: SocketAddr, ns: &str, prefix: &str, n: u64, clients: u64) -> f64 {
+    let next = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|_| {
+            let (next, ns, prefix) = (next.clone(), ns.to_owned(), prefix.to_owned());
+            tokio::spawn(async move {
+                let c = client();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let name = format!("{prefix}-{i}");
+                    assert!(create_pod(&c, addr, &ns, &name).await, "pod create failed");
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("client task");
+    }
+    start.elapsed().as_secs_f64()
+}
+
+/// Namespace `governed` with one LimitRange (defaults for every container)
+/// and three ResourceQuotas that every pod is charged to (compute
+/// resources, a pod count, a scoped pod count), and `plain` without them.
+async fn governance_namespaces(addr: SocketAddr) {
+    let c = client();
+    let objects = [
+        (
+            "/api/v1/namespaces",
+            r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"plain"}}"#,
+        ),
+        (
+            "/api/v1/namespaces",
+            r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"governed"}}"#,
+        ),
+        (
+            "/api/v1/namespaces/governed/limitranges",
+            r#"{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"mem-cpu-res-limit"},
+            "spec":{"limits":[{"type":"Container","default":{"cpu":"1","memory":"512Mi"},"defaultRequest":{"cpu":"500m","memory":"256Mi"},
+            "max":{"cpu":"2","memory":"1024Mi"},"min":{"cpu":"100m","memory":"100Mi"}}]}}"#,
+        ),
+        (
+            "/api/v1/namespaces/governed/resourcequotas",
+            r#"{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute-resources"},
+            "spec":{"hard":{"requests.cpu":"1M","requests.memory":"1Ei","limits.cpu":"1M","limits.memory":"1Ei","pods":"1M"}}}"#,
+        ),
+        (
+            "/api/v1/namespaces/governed/resourcequotas",
+            r#"{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"pod-count"},
+            "spec":{"hard":{"count/pods":"1M"}}}"#,
+        ),
+        (
+            "/api/v1/namespaces/governed/resourcequotas",
+            r#"{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"not-best-effort"},
+            "spec":{"hard":{"pods":"1M"},"scopes":["NotBestEffort"]}}"#,
+        ),
+    ];
+    for (path, body) in objects {
+        assert!(post(&c, addr, path, body.to_owned()).await, "setup: {body}");
     }
 }
 
@@ -200,6 +283,24 @@ async fn main() {
         &format!("list {total} objects (s)"),
         &[format!("{:.3}", best.as_secs_f64())],
         "<= 1.0 (100k)",
+    );
+
+    // Governance: pod creates with and without a LimitRange and three
+    // quotas charged per pod, alternated so both see the same noise.
+    governance_namespaces(addr).await;
+    let (mut plain, mut governed) = (0.0, 0.0);
+    for round in 0..2 {
+        plain += create_pods(addr, "plain", &format!("r{round}"), n / 2, 8).await;
+        governed += create_pods(addr, "governed", &format!("r{round}"), n / 2, 8).await;
+    }
+    let (plain, governed) = (n as f64 / plain, n as f64 / governed);
+    row(
+        "pod creates/s, 1 LimitRange + 3 ResourceQuotas vs none (8 clients)",
+        &[format!(
+            "{governed:.0} vs {plain:.0} = {:.2}",
+            governed / plain
+        )],
+        ">= 0.8",
     );
     server.shutdown().await;
 }
