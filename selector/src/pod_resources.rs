@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::resources::{InvalidQuantity, ResourceList, add_into, parse_list};
+use crate::resources::{InvalidQuantity, ResourceList, add_into, parse_list, quantity_from_json};
 use crate::{Quantity, resources};
 
 /// The resources pod-level `spec.resources` may set (upstream's supported
@@ -118,39 +118,40 @@ pub fn pod_limits(pod: &Value) -> Result<ResourceList, InvalidQuantity> {
 /// The pod's QoS class. Unparsable quantities count as unset (validation
 /// refuses them before a pod is stored).
 pub fn qos_class(pod: &Value) -> QosClass {
-    let spec = &pod["spec"];
-    let positive = |list: ResourceList| -> ResourceList {
-        list.into_iter()
-            .filter(|(k, q)| POD_LEVEL.contains(&k.as_str()) && *q > Quantity::ZERO)
-            .collect()
-    };
-    let mut requests = ResourceList::new();
-    let mut limits = ResourceList::new();
+    // Sums of positive cpu and memory requests and limits, by POD_LEVEL index.
+    let mut requests: [Option<Quantity>; 2] = [None, None];
+    let mut limits: [Option<Quantity>; 2] = [None, None];
     let mut guaranteed = true;
+    // Adds the positive cpu and memory of one resource map; returns which were set.
+    let add = |sums: &mut [Option<Quantity>; 2], m: &Value| -> [bool; 2] {
+        let mut set = [false; 2];
+        for (i, name) in POD_LEVEL.iter().enumerate() {
+            if let Some(q) = m.get(*name).and_then(|q| quantity_from_json(q).ok())
+                && q > Quantity::ZERO
+            {
+                sums[i].get_or_insert(Quantity::ZERO).add(&q);
+                set[i] = true;
+            }
+        }
+        set
+    };
+    let spec = &pod["spec"];
     if has_pod_level_resources(pod) {
-        requests = positive(pod_level(spec, "requests").unwrap_or_default());
-        limits = positive(pod_level(spec, "limits").unwrap_or_default());
-        guaranteed = POD_LEVEL.iter().all(|k| limits.contains_key(*k));
+        add(&mut requests, &spec["resources"]["requests"]);
+        guaranteed = add(&mut limits, &spec["resources"]["limits"]) == [true, true];
     } else {
         for c in containers(spec, "containers").chain(containers(spec, "initContainers")) {
-            add_into(
-                &mut requests,
-                &positive(resources_of(c, "requests").unwrap_or_default()),
-            );
-            let own_limits = positive(resources_of(c, "limits").unwrap_or_default());
-            if !POD_LEVEL.iter().all(|k| own_limits.contains_key(*k)) {
+            add(&mut requests, &c["resources"]["requests"]);
+            if add(&mut limits, &c["resources"]["limits"]) != [true, true] {
                 guaranteed = false;
             }
-            add_into(&mut limits, &own_limits);
         }
     }
-    if requests.is_empty() && limits.is_empty() {
+    if requests.iter().chain(&limits).all(Option::is_none) {
         return QosClass::BestEffort;
     }
-    if guaranteed
-        && requests.iter().all(|(k, r)| limits.get(k) == Some(r))
-        && requests.len() == limits.len()
-    {
+    // Guaranteed: every request has an equal limit, and no limit lacks a request.
+    if guaranteed && requests == limits {
         QosClass::Guaranteed
     } else {
         QosClass::Burstable

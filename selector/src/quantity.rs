@@ -380,6 +380,13 @@ fn parse(s: &str) -> Result<Quantity, QuantityError> {
         return Err(QuantityError::Format);
     }
     let (base, exponent, format) = interpret(&s[suffix_start..]).ok_or(QuantityError::Suffix)?;
+    let sign = |n: i128| Quantity {
+        nanos: if negative { -n } else { n },
+        format,
+    };
+    if let Some(n) = small_magnitude(whole, fraction, base, exponent) {
+        return Ok(sign(n));
+    }
 
     // The number as digits × 10^scale, without leading or trailing zeros.
     let mut digits: Vec<u8> = whole
@@ -425,12 +432,35 @@ fn parse(s: &str) -> Result<Quantity, QuantityError> {
         to_i128(&digits).map(|n| n + i128::from(rounded))
     };
     match magnitude {
-        Some(n) if n <= MAX_NANOS => Ok(Quantity {
-            nanos: if negative { -n } else { n },
-            format,
-        }),
+        Some(n) if n <= MAX_NANOS => Ok(sign(n)),
         _ => Err(QuantityError::TooLarge(s.to_owned())),
     }
+}
+
+/// The magnitude in nano-units computed in `u128` arithmetic, for the
+/// quantities people write (few digits, ordinary suffixes); `None` when it
+/// would overflow, which the exact digit-by-digit path then handles.
+fn small_magnitude(whole: &str, fraction: &str, base: u32, exponent: i64) -> Option<i128> {
+    if whole.len() + fraction.len() > 30 {
+        return None;
+    }
+    let mantissa = whole
+        .bytes()
+        .chain(fraction.bytes())
+        .fold(0u128, |n, d| n * 10 + u128::from(d - b'0'));
+    let scale = -(fraction.len() as i64);
+    let (value, tens) = if base == 2 {
+        (mantissa.checked_mul(1u128.checked_shl(exponent as u32)?)?, scale + 9)
+    } else {
+        (mantissa, scale + exponent + 9)
+    };
+    let n = if tens >= 0 {
+        value.checked_mul(10u128.checked_pow(tens as u32)?)?
+    } else {
+        let d = 10u128.checked_pow((-tens) as u32)?;
+        value / d + u128::from(value % d != 0)
+    };
+    i128::try_from(n).ok().filter(|n| *n <= MAX_NANOS)
 }
 
 /// Doubles a big number held as decimal digits, most significant first.
@@ -622,6 +652,19 @@ mod properties {
             prop_assert_eq!(back.nanos(), nanos);
             // Canonical means printing it again changes nothing.
             prop_assert_eq!(back.to_string(), text);
+        }
+
+        #[test]
+        fn the_fast_path_agrees_with_the_exact_one(
+            whole in "[0-9]{0,20}", fraction in "[0-9]{0,12}",
+            suffix in prop_oneof![Just(""), Just("m"), Just("n"), Just("Ki"), Just("Ei"), Just("G"), Just("e-12"), Just("e7")],
+        ) {
+            let (base, exponent, _) = interpret(suffix).unwrap();
+            if let Some(fast) = small_magnitude(&whole, &fraction, base, exponent) {
+                // The exact path alone, by a text too long for the fast one.
+                let padded = format!("{}{whole}.{fraction}{}{suffix}", "0".repeat(31), "0".repeat(31));
+                prop_assert_eq!(Quantity::parse(&padded).map(|q| q.nanos()), Ok(fast));
+            }
         }
 
         #[test]

@@ -23,7 +23,7 @@ const ANNOTATION: &str = "kubernetes.io/limit-ranger";
 
 /// One entry of `spec.limits`, its quantities parsed (unparsable ones left
 /// out: they were refused when the range was written).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Item {
     type_: String,
     max: ResourceList,
@@ -49,12 +49,40 @@ fn item(raw: &Value) -> Item {
     }
 }
 
-fn items(lr: &Value) -> impl Iterator<Item = Item> + '_ {
-    lr["spec"]["limits"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(item)
+/// A stored LimitRange as admission reads it: its items, and the container
+/// defaults they give, ready to insert.
+#[derive(Debug, Clone)]
+pub(super) struct Range {
+    items: Vec<Item>,
+    default_requests: Map<String, Value>,
+    default_limits: Map<String, Value>,
+}
+
+impl Range {
+    pub(super) fn of(lr: &Value) -> Self {
+        let items: Vec<Item> = lr["spec"]["limits"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(item)
+            .collect();
+        let mut default_requests = Map::new();
+        let mut default_limits = Map::new();
+        let canonical = |l: &ResourceList| {
+            l.iter()
+                .map(|(k, q)| (k.clone(), Value::String(q.to_string())))
+                .collect::<Vec<_>>()
+        };
+        for item in items.iter().filter(|i| i.type_ == CONTAINER) {
+            default_requests.extend(canonical(&item.default_request));
+            default_limits.extend(canonical(&item.default));
+        }
+        Self {
+            items,
+            default_requests,
+            default_limits,
+        }
+    }
 }
 
 /// Fills a `Container` item's gaps as the API server's defaulting does: a
@@ -277,19 +305,9 @@ fn bound_errors(at: &str, k: &str, item: &Item, pod: bool, errs: &mut Causes) {
 /// Fills missing container requests and limits from the ranges'
 /// `defaultRequest` and `default` (`PodMutateLimitFunc`), range by range,
 /// recording what was set in the `kubernetes.io/limit-ranger` annotation.
-pub(super) fn default_pod(ranges: &[&Value], pod: &mut Value) {
+pub(super) fn default_pod(ranges: &[&Range], pod: &mut Value) {
     for lr in ranges {
-        let mut requests = Map::new();
-        let mut limits = Map::new();
-        let canonical = |l: &ResourceList| {
-            l.iter()
-                .map(|(k, q)| (k.clone(), Value::String(q.to_string())))
-                .collect::<Vec<_>>()
-        };
-        for item in items(lr).filter(|i| i.type_ == CONTAINER) {
-            requests.extend(canonical(&item.default_request));
-            limits.extend(canonical(&item.default));
-        }
+        let (requests, limits) = (&lr.default_requests, &lr.default_limits);
         if requests.is_empty() && limits.is_empty() {
             continue;
         }
@@ -300,8 +318,8 @@ pub(super) fn default_pod(ranges: &[&Value], pod: &mut Value) {
         ] {
             for c in pod["spec"][key].as_array_mut().into_iter().flatten() {
                 let name = c["name"].as_str().unwrap_or_default().to_owned();
-                let set_limits = fill(c, "limits", &limits);
-                let set_requests = fill(c, "requests", &requests);
+                let set_limits = fill(c, "limits", limits);
+                let set_requests = fill(c, "requests", requests);
                 if !set_requests.is_empty() {
                     notes.push(format!(
                         "{} request for {label} {name}",
@@ -504,10 +522,10 @@ fn aggregate(mut messages: Vec<String>) -> Option<String> {
 
 /// The first range a pod breaks, as the reason it is forbidden
 /// (`PodValidateLimitFunc`).
-pub(super) fn pod_violation(ranges: &[&Value], pod: &Value) -> Option<String> {
+pub(super) fn pod_violation(ranges: &[&Range], pod: &Value) -> Option<String> {
     ranges.iter().find_map(|lr| {
         let mut out = Vec::new();
-        for item in items(lr) {
+        for item in &lr.items {
             match item.type_.as_str() {
                 CONTAINER => {
                     for key in ["containers", "initContainers"] {
@@ -515,14 +533,14 @@ pub(super) fn pod_violation(ranges: &[&Value], pod: &Value) -> Option<String> {
                             let requests =
                                 parse_list(&c["resources"]["requests"]).unwrap_or_default();
                             let limits = parse_list(&c["resources"]["limits"]).unwrap_or_default();
-                            item_violations(CONTAINER, &item, &requests, &limits, &mut out);
+                            item_violations(CONTAINER, item, &requests, &limits, &mut out);
                         }
                     }
                 }
                 POD => {
                     let requests = pod_requests(pod).unwrap_or_default();
                     let limits = pod_limits(pod).unwrap_or_default();
-                    item_violations(POD, &item, &requests, &limits, &mut out);
+                    item_violations(POD, item, &requests, &limits, &mut out);
                 }
                 _ => {}
             }
@@ -533,11 +551,11 @@ pub(super) fn pod_violation(ranges: &[&Value], pod: &Value) -> Option<String> {
 
 /// The first range a claim breaks (`PersistentVolumeClaimValidateLimitFunc`):
 /// `min` and `max` apply to its requests.
-pub(super) fn claim_violation(ranges: &[&Value], pvc: &Value) -> Option<String> {
+pub(super) fn claim_violation(ranges: &[&Range], pvc: &Value) -> Option<String> {
     let requests = parse_list(&pvc["spec"]["resources"]["requests"]).unwrap_or_default();
     ranges.iter().find_map(|lr| {
         let mut out = Vec::new();
-        for item in items(lr).filter(|i| i.type_ == CLAIM) {
+        for item in lr.items.iter().filter(|i| i.type_ == CLAIM) {
             out.extend(
                 item.min.iter().filter_map(|(k, b)| {
                     min_violation(CLAIM, k, b, &requests, &ResourceList::new())

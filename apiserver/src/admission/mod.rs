@@ -25,6 +25,9 @@ use serde_json::Value;
 use windlass_selector::quota::Evaluator;
 use windlass_selector::resources::list_to_json;
 
+use limit_range::Range;
+use resource_quota::Quota;
+
 use crate::status::{ApiError, ApiResult, Target};
 use crate::store::State;
 use crate::write::Req;
@@ -69,9 +72,10 @@ pub(crate) fn mutate(
     // Pod resources cannot change after creation, so, as upstream, ranges
     // only default pods being created.
     if plural == "pods" && old.is_none() {
-        let ranges = st.list(LIMIT_RANGES, Some(req.ns));
-        if !ranges.is_empty() {
-            let ranges: Vec<&Value> = ranges.iter().map(|o| &o.value).collect();
+        let stored = st.list(LIMIT_RANGES, Some(req.ns));
+        if !stored.is_empty() {
+            let parsed: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
+            let ranges: Vec<&Range> = parsed.iter().map(|r| r.as_ref()).collect();
             limit_range::default_pod(&ranges, obj);
         }
     }
@@ -97,8 +101,9 @@ pub(crate) fn validation_errors(group: &str, plural: &str, obj: &Value) -> Cause
 #[derive(Debug, Default)]
 #[must_use = "an admitted write must be committed, or its quota is not charged"]
 pub(crate) struct Admitted {
-    /// Quotas with their new `status.used`, by name.
-    charges: Vec<(String, Value)>,
+    /// Quotas with their new `status.used`: the object to store, and how
+    /// admission reads it (so the next write need not parse it again).
+    charges: Vec<(Value, Quota)>,
     /// The object is a quota whose status must be (re)computed.
     quota_status: bool,
 }
@@ -137,8 +142,9 @@ pub(crate) fn validate(
             _ => false,
         };
     if limited {
-        let ranges = st.list(LIMIT_RANGES, Some(req.ns));
-        let ranges: Vec<&Value> = ranges.iter().map(|o| &o.value).collect();
+        let stored = st.list(LIMIT_RANGES, Some(req.ns));
+        let parsed: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
+        let ranges: Vec<&Range> = parsed.iter().map(|r| r.as_ref()).collect();
         let violation = if plural == "pods" {
             limit_range::pod_violation(&ranges, obj)
         } else {
@@ -151,22 +157,22 @@ pub(crate) fn validate(
     admitted.quota_status = group.is_empty()
         && plural == "resourcequotas"
         && old.is_none_or(|o| o["spec"] != obj["spec"]);
-    let Some(ev) = Evaluator::of(group, plural) else {
-        return Ok(admitted);
-    };
     let stored = st.list(QUOTAS, Some(req.ns));
     if stored.is_empty() {
         return Ok(admitted);
     }
-    let quotas: Vec<resource_quota::Quota<'_>> = stored
-        .iter()
-        .map(|o| resource_quota::Quota::of(&o.value))
-        .collect();
+    let Some(ev) = Evaluator::of(group, plural) else {
+        return Ok(admitted);
+    };
+    let parsed: Vec<_> = stored.iter().map(|o| o.derived(Quota::of)).collect();
+    let quotas: Vec<&Quota> = parsed.iter().map(|q| q.as_ref()).collect();
     let charges = resource_quota::check(&quotas, &ev, old, obj).map_err(forbidden)?;
     for (i, used) in charges {
         let mut v = stored[i].value.clone();
         v["status"]["used"] = list_to_json(&used);
-        admitted.charges.push((quotas[i].name.to_owned(), v));
+        let mut parsed = quotas[i].clone();
+        parsed.used = used;
+        admitted.charges.push((v, parsed));
     }
     Ok(admitted)
 }
@@ -176,10 +182,12 @@ impl Admitted {
     /// its status. Call under the same lock as [`validate`], right before
     /// the object itself is stored (not for dry runs).
     pub(crate) fn commit(self, st: &mut State, req: &Req<'_>, obj: &mut Value) {
-        for (name, quota) in self.charges {
+        for (quota, parsed) in self.charges {
             // Not awaited on its own: the object's write comes after it
             // in the same ordered log, so its acknowledgement covers both.
-            drop(st.write(QUOTAS, req.ns, &name, Some(quota)));
+            let name = parsed.name.clone();
+            let (stored, _ack) = st.write(QUOTAS, req.ns, &name, Some(quota));
+            stored.prime(parsed);
         }
         if self.quota_status {
             let creating = st.get(QUOTAS, req.ns, crate::object::name(obj)).is_none();

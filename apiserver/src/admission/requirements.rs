@@ -9,70 +9,127 @@ use windlass_selector::resources::{ResourceList, parse_list, quantity_from_json}
 
 use super::Causes;
 
-/// The resource lists in an object of `group`/`plural`, as JSON pointers to
-/// maps of quantities.
-fn lists(plural: &str, obj: &Value) -> Vec<String> {
-    let mut out = Vec::new();
+/// The names of a limit range item's quantity maps.
+const RANGE_LISTS: [&str; 5] = [
+    "max",
+    "min",
+    "default",
+    "defaultRequest",
+    "maxLimitRequestRatio",
+];
+
+/// Calls `f` with every map of quantities in an object of `plural`.
+fn each_list<'a>(plural: &str, obj: &'a Value, f: &mut dyn FnMut(&'a Map<String, Value>)) {
+    let mut at = |v: &'a Value| {
+        if let Some(m) = v.as_object() {
+            f(m);
+        }
+    };
+    let spec = &obj["spec"];
     match plural {
         "pods" => {
             for key in ["containers", "initContainers"] {
-                let n = obj["spec"][key].as_array().map_or(0, Vec::len);
-                for i in 0..n {
-                    for which in ["requests", "limits"] {
-                        out.push(format!("/spec/{key}/{i}/resources/{which}"));
-                    }
+                for c in spec[key].as_array().into_iter().flatten() {
+                    at(&c["resources"]["requests"]);
+                    at(&c["resources"]["limits"]);
                 }
             }
-            out.push("/spec/overhead".into());
-            out.push("/spec/resources/requests".into());
-            out.push("/spec/resources/limits".into());
+            at(&spec["overhead"]);
+            at(&spec["resources"]["requests"]);
+            at(&spec["resources"]["limits"]);
         }
         "persistentvolumeclaims" => {
-            out.push("/spec/resources/requests".into());
-            out.push("/spec/resources/limits".into());
+            at(&spec["resources"]["requests"]);
+            at(&spec["resources"]["limits"]);
         }
         "resourcequotas" => {
-            out.push("/spec/hard".into());
-            out.push("/status/hard".into());
-            out.push("/status/used".into());
+            at(&spec["hard"]);
+            at(&obj["status"]["hard"]);
+            at(&obj["status"]["used"]);
         }
         "limitranges" => {
-            let n = obj["spec"]["limits"].as_array().map_or(0, Vec::len);
-            for i in 0..n {
-                for k in [
-                    "max",
-                    "min",
-                    "default",
-                    "defaultRequest",
-                    "maxLimitRequestRatio",
-                ] {
-                    out.push(format!("/spec/limits/{i}/{k}"));
-                }
+            for item in spec["limits"].as_array().into_iter().flatten() {
+                RANGE_LISTS.iter().for_each(|k| at(&item[k]));
             }
         }
         _ => {}
     }
-    out
+}
+
+/// The quantity maps of one object, by their path below it.
+fn list_paths(plural: &str) -> &'static [&'static [&'static str]] {
+    match plural {
+        "persistentvolumeclaims" => &[
+            &["spec", "resources", "requests"],
+            &["spec", "resources", "limits"],
+        ],
+        "resourcequotas" => &[&["spec", "hard"], &["status", "hard"], &["status", "used"]],
+        "pods" => &[
+            &["spec", "overhead"],
+            &["spec", "resources", "requests"],
+            &["spec", "resources", "limits"],
+        ],
+        _ => &[],
+    }
+}
+
+/// Calls `f` with every map of quantities in an object of `plural`, mutably.
+fn each_list_mut(plural: &str, obj: &mut Value, f: &mut dyn FnMut(&mut Map<String, Value>)) {
+    for path in list_paths(plural) {
+        if let Some(Value::Object(m)) = path.iter().try_fold(&mut *obj, |v, k| v.get_mut(*k)) {
+            f(m);
+        }
+    }
+    let (array, keys): (&str, &[&str]) = match plural {
+        "pods" => ("containers", &["requests", "limits"]),
+        "limitranges" => ("limits", &RANGE_LISTS),
+        _ => return,
+    };
+    let arrays: &[&str] = if plural == "pods" {
+        &[array, "initContainers"]
+    } else {
+        &[array]
+    };
+    for a in arrays {
+        let Some(items) = obj
+            .get_mut("spec")
+            .and_then(|s| s.get_mut(*a))
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        for item in items {
+            let holder = if plural == "pods" {
+                item.get_mut("resources")
+            } else {
+                Some(item)
+            };
+            let Some(holder) = holder else { continue };
+            for k in keys {
+                if let Some(Value::Object(m)) = holder.get_mut(*k) {
+                    f(m);
+                }
+            }
+        }
+    }
 }
 
 /// The first quantity that does not parse, as the decode error the API
 /// server gives (`quantities must match the regular expression ...`).
 pub(super) fn undecodable(plural: &str, obj: &Value) -> Option<String> {
-    lists(plural, obj).iter().find_map(|p| {
-        let m = obj.pointer(p)?.as_object()?;
-        m.values()
-            .find_map(|q| quantity_from_json(q).err())
-            .map(|e| e.to_string())
-    })
+    let mut found = None;
+    each_list(plural, obj, &mut |m| {
+        if found.is_none() {
+            found = m.values().find_map(|q| quantity_from_json(q).err());
+        }
+    });
+    found.map(|e| e.to_string())
 }
 
 /// Rewrites every parsable quantity in its canonical form (`0.5` →
 /// `500m`, `1024Mi` → `1Gi`), as the API server stores them.
 pub(super) fn canonicalize(plural: &str, obj: &mut Value) {
-    for p in lists(plural, obj) {
-        let Some(Value::Object(m)) = obj.pointer_mut(&p) else {
-            continue;
-        };
+    each_list_mut(plural, obj, &mut |m| {
         for q in m.values_mut() {
             if let Ok(parsed) = quantity_from_json(q) {
                 let canonical = parsed.to_string();
@@ -81,7 +138,7 @@ pub(super) fn canonicalize(plural: &str, obj: &mut Value) {
                 }
             }
         }
-    }
+    });
 }
 
 /// A pod container with limits but no request for them gets requests equal

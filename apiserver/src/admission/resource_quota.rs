@@ -4,6 +4,8 @@
 //! quota and says what to charge (upstream's `checkRequest`, with its
 //! messages).
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use windlass_selector::quota::{
     Evaluator, SCOPES, ScopeRequirement, calculate_usage, quota_matches, scope_requirements,
@@ -231,21 +233,23 @@ pub(super) fn set_status(
     quota["status"] = json!({"hard": list_to_json(&hard), "used": list_to_json(&used)});
 }
 
-/// A quota as admission sees it.
-pub(super) struct Quota<'a> {
-    pub(super) name: &'a str,
-    pub(super) hard: ResourceList,
+/// A stored quota as admission reads it. What a charge does not change is
+/// shared, so the reading of the charged quota is cheap to make.
+#[derive(Debug, Clone)]
+pub(super) struct Quota {
+    pub(super) name: Arc<str>,
+    pub(super) hard: Arc<ResourceList>,
     pub(super) used: ResourceList,
-    pub(super) scopes: Vec<ScopeRequirement>,
+    pub(super) scopes: Arc<[ScopeRequirement]>,
 }
 
-impl<'a> Quota<'a> {
-    pub(super) fn of(v: &'a Value) -> Self {
+impl Quota {
+    pub(super) fn of(v: &Value) -> Self {
         Self {
-            name: v["metadata"]["name"].as_str().unwrap_or_default(),
-            hard: parse_list(&v["status"]["hard"]).unwrap_or_default(),
+            name: v["metadata"]["name"].as_str().unwrap_or_default().into(),
+            hard: Arc::new(parse_list(&v["status"]["hard"]).unwrap_or_default()),
             used: parse_list(&v["status"]["used"]).unwrap_or_default(),
-            scopes: scope_requirements(v),
+            scopes: scope_requirements(v).into(),
         }
     }
 }
@@ -254,7 +258,7 @@ impl<'a> Quota<'a> {
 /// quotas. `Ok` holds, per quota index, the `used` to charge; `Err` the
 /// reason the request is forbidden.
 pub(super) fn check(
-    quotas: &[Quota<'_>],
+    quotas: &[&Quota],
     ev: &Evaluator,
     old: Option<&Value>,
     obj: &Value,

@@ -142,7 +142,7 @@ fn a_bare_pod_gets_the_defaults_and_the_annotation() {
         {"name": "side", "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}}},
     ]));
     p["spec"]["initContainers"] = json!([{"name": "init"}]);
-    default_pod(&[&lr], &mut p);
+    default_pod(&[&Range::of(&lr)], &mut p);
     assert_eq!(
         p["spec"]["containers"][0]["resources"],
         json!({"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}})
@@ -165,7 +165,9 @@ fn a_bare_pod_gets_the_defaults_and_the_annotation() {
     let mut q = pod(json!([{"name": "a"}]));
     let before = q.clone();
     default_pod(
-        &[&range(json!([{"type": "Pod", "max": {"cpu": "1"}}]))],
+        &[&Range::of(&range(
+            json!([{"type": "Pod", "max": {"cpu": "1"}}]),
+        ))],
         &mut q,
     );
     assert_eq!(q, before);
@@ -180,7 +182,10 @@ fn container_bounds_with_upstream_messages() {
     let lr = range(json!([{"type": "Container",
         "max": {"memory": "1Gi"}, "min": {"cpu": "100m"}, "maxLimitRequestRatio": {"cpu": "2"}}]));
     let check = |requests: Value, limits: Value| {
-        pod_violation(&[&lr], &pod(json!([container(requests, limits)])))
+        pod_violation(
+            &[&Range::of(&lr)],
+            &pod(json!([container(requests, limits)])),
+        )
     };
     assert_eq!(
         check(
@@ -234,7 +239,7 @@ fn container_bounds_with_upstream_messages() {
     // range's defaults can lack it.
     let bare = pod(json!([{"name": "c"}]));
     assert_eq!(
-        pod_violation(&[&no_request], &bare).as_deref(),
+        pod_violation(&[&Range::of(&no_request)], &bare).as_deref(),
         Some("minimum cpu usage per Container is 100m.  No request is specified")
     );
 }
@@ -253,7 +258,7 @@ fn pod_bounds_sum_the_containers() {
         ),
     ]));
     assert_eq!(
-        pod_violation(&[&lr], &p).as_deref(),
+        pod_violation(&[&Range::of(&lr)], &p).as_deref(),
         Some("maximum cpu usage per Pod is 1, but limit is 1200m")
     );
     let small = pod(json!([container(
@@ -261,7 +266,7 @@ fn pod_bounds_sum_the_containers() {
         json!({"cpu": "500m", "memory": "200Mi"})
     )]));
     assert_eq!(
-        pod_violation(&[&lr], &small).as_deref(),
+        pod_violation(&[&Range::of(&lr)], &small).as_deref(),
         Some("minimum memory usage per Pod is 100Mi, but request is 50Mi")
     );
 }
@@ -273,23 +278,26 @@ fn claims_are_bounded_by_what_they_request() {
     );
     let claim = |storage: &str| json!({"spec": {"resources": {"requests": {"storage": storage}}}});
     assert_eq!(
-        claim_violation(&[&lr], &claim("500Mi")).as_deref(),
+        claim_violation(&[&Range::of(&lr)], &claim("500Mi")).as_deref(),
         Some("minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi")
     );
     assert_eq!(
-        claim_violation(&[&lr], &claim("20Gi")).as_deref(),
+        claim_violation(&[&Range::of(&lr)], &claim("20Gi")).as_deref(),
         Some("maximum storage usage per PersistentVolumeClaim is 10Gi, but request is 20Gi")
     );
-    assert_eq!(claim_violation(&[&lr], &claim("5Gi")), None);
+    assert_eq!(claim_violation(&[&Range::of(&lr)], &claim("5Gi")), None);
     assert_eq!(
-        claim_violation(&[&lr], &json!({"spec": {}})).as_deref(),
+        claim_violation(&[&Range::of(&lr)], &json!({"spec": {}})).as_deref(),
         Some(
             "[minimum storage usage per PersistentVolumeClaim is 1Gi.  No request is specified, maximum storage usage per PersistentVolumeClaim is 10Gi.  No request is specified]"
         )
     );
     // Pod and container items do not apply to claims.
     let containers = range(json!([{"type": "Container", "max": {"storage": "1"}}]));
-    assert_eq!(claim_violation(&[&containers], &claim("5Gi")), None);
+    assert_eq!(
+        claim_violation(&[&Range::of(&containers)], &claim("5Gi")),
+        None
+    );
 }
 
 #[test]
@@ -301,7 +309,7 @@ fn the_first_range_broken_is_the_one_reported() {
         json!({"cpu": "800m"})
     )]));
     assert_eq!(
-        pod_violation(&[&a, &b], &p).as_deref(),
+        pod_violation(&[&Range::of(&a), &Range::of(&b)], &p).as_deref(),
         Some("maximum cpu usage per Container is 500m, but limit is 800m")
     );
 }

@@ -28,11 +28,12 @@ fn admit(
     old: Option<&Value>,
     obj: &Value,
 ) -> Result<Vec<(String, Value)>, String> {
-    let qs: Vec<Quota<'_>> = quotas.iter().map(Quota::of).collect();
-    check(&qs, ev, old, obj).map(|charges| {
+    let qs: Vec<Quota> = quotas.iter().map(Quota::of).collect();
+    let refs: Vec<&Quota> = qs.iter().collect();
+    check(&refs, ev, old, obj).map(|charges| {
         charges
             .into_iter()
-            .map(|(i, used)| (qs[i].name.to_owned(), list_to_json(&used)))
+            .map(|(i, used)| (qs[i].name.to_string(), list_to_json(&used)))
             .collect()
     })
 }
