@@ -437,4 +437,18 @@ async fn fifty_concurrent_creates_against_ten_admit_exactly_ten() {
     assert_eq!(pods["items"].as_array().unwrap().len(), 10);
     let (_, quota) = http.get("/api/v1/namespaces/race/resourcequotas/ten").await;
     assert_eq!(quota["status"]["used"]["pods"], "10");
+
+    // As on a cluster, the server only charges: giving usage back is the
+    // quota controller's job (the resourcequota plugin), so without it a
+    // delete leaves the count, and the next pod is still refused.
+    let name = pods["items"][0]["metadata"]["name"].as_str().unwrap();
+    let (code, _) = http
+        .delete(&format!("/api/v1/namespaces/race/pods/{name}"))
+        .await;
+    assert_eq!(code, 200);
+    let (_, quota) = http.get("/api/v1/namespaces/race/resourcequotas/ten").await;
+    assert_eq!(quota["status"]["used"]["pods"], "10");
+    let body: Value = serde_json::from_str(&pod("late", json!({}))).unwrap();
+    let (code, _) = http.post("/api/v1/namespaces/race/pods", &body).await;
+    assert_eq!(code, 403);
 }

@@ -141,10 +141,15 @@ fn quota_usage_follows_deletes_ending_pods_and_edits() {
             .expect("start windlass"),
     );
     wait_for("the plugin is synced", Duration::from_secs(120), || {
-        match http_get(admin, "/plugins") {
-            Some((200, body)) if body.contains("\"synced\":true") => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
+        let body = http_get(admin, "/plugins")
+            .map(|(_, b)| b)
+            .unwrap_or_default();
+        let rows: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let synced = rows.as_array().is_some_and(|rows| {
+            rows.iter()
+                .any(|r| r["name"] == "resourcequota" && r["synced"] == true)
+        });
+        if synced { Ok(()) } else { Err(body) }
     });
     let k = kubeconfig.as_path();
     ok(k, &["create", "namespace", "team-a"], None);
@@ -184,8 +189,15 @@ fn quota_usage_follows_deletes_ending_pods_and_edits() {
     ok(
         k,
         &[
-            "patch", "pod", "p2", "-n", "team-a", "--subresource=status", "--type=merge",
-            "-p", r#"{"status":{"phase":"Succeeded"}}"#,
+            "patch",
+            "pod",
+            "p2",
+            "-n",
+            "team-a",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Succeeded"}}"#,
         ],
         None,
     );
@@ -199,8 +211,14 @@ fn quota_usage_follows_deletes_ending_pods_and_edits() {
     ok(
         k,
         &[
-            "patch", "quota", "team", "-n", "team-a", "--type=json",
-            "-p", r#"[{"op":"remove","path":"/spec/hard/configmaps"},{"op":"add","path":"/spec/hard/limits.cpu","value":"8"}]"#,
+            "patch",
+            "quota",
+            "team",
+            "-n",
+            "team-a",
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/spec/hard/configmaps"},{"op":"add","path":"/spec/hard/limits.cpu","value":"8"}]"#,
         ],
         None,
     );

@@ -450,7 +450,10 @@ fn small_magnitude(whole: &str, fraction: &str, base: u32, exponent: i64) -> Opt
         .fold(0u128, |n, d| n * 10 + u128::from(d - b'0'));
     let scale = -(fraction.len() as i64);
     let (value, tens) = if base == 2 {
-        (mantissa.checked_mul(1u128.checked_shl(exponent as u32)?)?, scale + 9)
+        (
+            mantissa.checked_mul(1u128.checked_shl(exponent as u32)?)?,
+            scale + 9,
+        )
     } else {
         (mantissa, scale + exponent + 9)
     };
