@@ -18,18 +18,21 @@ use crate::ssa;
 use crate::status::{ApiError, ApiResult, Target};
 use crate::store::{Obj, State};
 use crate::table;
+use crate::update::{self, Next};
 use crate::write::{self, DeleteOptions, Part, Propagation, Req, Written};
-use crate::{discovery, list, openapi, subresource, watch};
+use crate::{discovery, limits, list, nesting, openapi, subresource, watch, yaml};
 
 /// How long a write waits to be stored before the client gets a 504.
 const DURABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Creates `default`, `kube-system` and `kube-public` if missing.
+/// Creates `default`, `kube-system`, `kube-public` and `kube-node-lease`
+/// (where kubelets keep their heartbeat Leases) if missing, as a cluster's
+/// system namespaces controller does.
 pub(crate) fn ensure_system_namespaces(st: &mut State) {
     let Some(res) = st.registry.get_key("/namespaces").cloned() else {
         return;
     };
-    for ns in ["default", "kube-system", "kube-public"] {
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         if st.get("/namespaces", "", ns).is_none() {
             let req = Req {
                 res: &res,
@@ -84,10 +87,26 @@ enum Route {
     NotFound,
 }
 
+/// `/healthz`, `/readyz`, `/livez`: `ok`, except that readiness and health
+/// report failing storage (500, like kube-apiserver's failed etcd check).
+fn health(shared: &Shared, check: &'static str) -> Response<RespBody> {
+    if check != "livez"
+        && let Some(e) = shared.lock().storage_failure()
+    {
+        return rq::text_owned(
+            500,
+            format!("[-]storage failed: {e}\n{check} check failed\n"),
+        );
+    }
+    rq::text(200, "ok")
+}
+
 fn route(path: &str) -> Route {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     match segs.as_slice() {
-        ["healthz" | "readyz" | "livez", ..] => Route::Text("ok"),
+        ["healthz", ..] => Route::Text("healthz"),
+        ["readyz", ..] => Route::Text("readyz"),
+        ["livez", ..] => Route::Text("livez"),
         ["version"] => Route::Version,
         ["openapi", "v3"] => Route::OpenApiIndex,
         ["openapi", "v3", rest @ ..] => Route::OpenApi(rest.join("/")),
@@ -137,17 +156,29 @@ fn header<'a>(req: &'a Request<Incoming>, name: &str) -> &'a str {
 }
 
 async fn dispatch(shared: Arc<Shared>, req: Request<Incoming>) -> ApiResult<Response<RespBody>> {
-    if let Some(token) = &shared.token {
-        let auth = header(&req, "authorization");
-        if auth.strip_prefix("Bearer ").map(str::trim) != Some(token.as_str()) {
-            return Err(ApiError::unauthorized());
+    match &shared.token {
+        Some(token) => {
+            let auth = header(&req, "authorization");
+            if !auth
+                .strip_prefix("Bearer ")
+                .is_some_and(|t| token.matches(t.trim()))
+            {
+                return Err(ApiError::unauthorized());
+            }
+        }
+        // No token means a loopback listener: only clients on this machine
+        // can connect, but a web page can make a browser send requests to
+        // a name it controls, resolved to 127.0.0.1 (DNS rebinding). Such
+        // requests carry that name in `Host`.
+        None => {
+            crate::access::check_loopback_host(req.uri(), req.headers().get(hyper::header::HOST))?
         }
     }
     let path = req.uri().path().to_owned();
     let q = Query::parse(req.uri().query());
     let get = req.method() == Method::GET;
     match route(&path) {
-        Route::Text(t) => Ok(rq::text(200, t)),
+        Route::Text(t) => Ok(health(&shared, t)),
         Route::Version if get => Ok(rq::json(200, &discovery::version())),
         Route::Api if get => Ok(rq::json(200, &discovery::api_versions(&shared.server_addr))),
         Route::Apis if get => Ok(rq::json(
@@ -295,7 +326,18 @@ async fn resource(
         method,
         Method::POST | Method::PUT | Method::PATCH | Method::DELETE
     ) {
-        rq::read_body(req.into_body()).await?
+        if let Err(b) = ctx.shared.lock().check_writable() {
+            return Err(ApiError::new(
+                503,
+                "ServiceUnavailable",
+                format!(
+                    "storage is failing ({}) and {} writes are waiting to be stored: this write was not applied; retry once storage recovers (free disk space, or fix the data directory)",
+                    b.failing.unwrap_or_default(),
+                    b.writes
+                ),
+            ));
+        }
+        rq::read_body(req.into_body(), ctx.shared.request_timeout).await?
     } else {
         Bytes::new()
     };
@@ -342,20 +384,22 @@ async fn resource(
         (&Method::PUT, Some(name), sub @ (None | Some("status"))) => {
             let part = object_part(sub, ctx.res.status, path)?;
             let obj = rq::decode_body(&ct, &body)?;
-            let w = {
-                let mut st = ctx.shared.lock();
-                write::update(
-                    &mut st,
+            let (manager, api_version) = (
+                field_manager(&ctx.q, &ua),
+                ctx.res.api_version(&ctx.version),
+            );
+            let (w, _) = update::guaranteed(&ctx, name, |old| {
+                let old = old.ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
+                let new = write::replacement(
                     &ctx.req(),
+                    old,
                     name,
-                    obj,
+                    obj.clone(),
                     part,
-                    Some((
-                        &field_manager(&ctx.q, &ua),
-                        &ctx.res.api_version(&ctx.version),
-                    )),
-                )?
-            };
+                    Some((&manager, &api_version)),
+                )?;
+                Ok(Next::Update(new))
+            })?;
             ctx.finish(w, 200).await
         }
         (&Method::PATCH, Some(name), sub @ (None | Some("status"))) => {
@@ -491,73 +535,95 @@ async fn patch_object(
         return Err(ApiError::unsupported_media(ct));
     }
     let patch: Value = if kind == PatchKind::Apply {
-        serde_yaml_ng::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
+        let v = yaml::from_slice(body).map_err(|e| e.to_api())?;
+        limits::check_body_depth(&v)?;
+        v
     } else {
         serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?
     };
+    let apply_manager = match kind {
+        PatchKind::Apply => Some(ctx.q.non_empty("fieldManager").ok_or_else(|| {
+            ApiError::bad_request("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")
+        })?),
+        _ => None,
+    };
+    let (manager, api_version) = (field_manager(&ctx.q, ua), ctx.res.api_version(&ctx.version));
     let req = ctx.req();
-    let (w, code) = {
-        let mut st = ctx.shared.lock();
-        let existing = st.get(&ctx.res.key(), &ctx.ns, name);
-        if kind == PatchKind::Apply {
-            let manager = ctx.q.non_empty("fieldManager").ok_or_else(|| {
-                ApiError::bad_request("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")
-            })?;
-            ssa::apply(
-                &mut st,
+    // Patched without the store's lock; `guaranteed` commits the result if
+    // the object is still the one it was computed from, or patches again.
+    let (w, code) = update::guaranteed(ctx, name, |existing| {
+        if let Some(applier) = apply_manager {
+            let existing = existing.map(|o| &**o);
+            return ssa::apply(
                 &req,
                 name,
                 existing,
-                patch,
-                manager,
+                patch.clone(),
+                applier,
                 ctx.q.flag("force"),
                 part,
-            )?
-        } else {
-            let old = existing.ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
-            let mut v = old.value.clone();
-            match kind {
-                PatchKind::Merge => patch::merge(&mut v, &patch),
-                PatchKind::Json => patch::json_patch(&mut v, &patch).map_err(|e| {
-                    ApiError::new(
-                        422,
-                        "Invalid",
-                        format!(
-                            "the server rejected our request due to an error in our request: {e}"
-                        ),
-                    )
-                })?,
-                PatchKind::Strategic => {
-                    patch::strategic(&mut v, &patch).map_err(ApiError::bad_request)?
-                }
-                PatchKind::Apply => unreachable!("handled above"),
-            }
-            if let Some(rv) = v["metadata"]["resourceVersion"].as_str()
-                && rv != old.rv.to_string()
-            {
-                return Err(ApiError::stale(ctx.target(name)));
-            }
-            write::check_identity(&req, &mut v)?;
-            if object::name(&v) != name {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({}) does not match the name on the URL ({name})",
-                    object::name(&v)
-                )));
-            }
-            let mut new = write::merge_parts(&req, &old.value, v, part);
-            ssa::record_update(
-                &old.value,
-                &mut new,
-                &field_manager(&ctx.q, ua),
-                &ctx.res.api_version(&ctx.version),
             );
-            (write::commit_update(&mut st, &req, &old, new)?, 200)
         }
-    };
+        let old = existing.ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
+        let mut v = old.value.clone();
+        match kind {
+            PatchKind::Merge => patch::merge(&mut v, &patch),
+            PatchKind::Json => json_patched(&mut v, patch.clone())?,
+            PatchKind::Strategic => {
+                patch::strategic(&mut v, &patch).map_err(ApiError::bad_request)?
+            }
+            PatchKind::Apply => unreachable!("handled above"),
+        }
+        if let Some(rv) = v["metadata"]["resourceVersion"].as_str()
+            && rv != old.rv.to_string()
+        {
+            return Err(ApiError::stale(ctx.target(name)));
+        }
+        write::check_identity(&req, &mut v)?;
+        if object::name(&v) != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({name})",
+                object::name(&v)
+            )));
+        }
+        let mut new = write::merge_parts(&req, &old.value, v, part);
+        ssa::record_update(&old.value, &mut new, &manager, &api_version);
+        Ok(Next::Update(new))
+    })?;
     ctx.finish(w, code).await
 }
+
+/// Applies a JSON patch to `v`, with kube-apiserver's status codes: 400
+/// for a patch that is not a list of operations, 413 past 10,000
+/// operations, 422 for an operation that fails or a result nested deeper
+/// than an object may be. On error `v` (which may be nested arbitrarily
+/// deep by then) is dropped without recursion.
+pub(crate) fn json_patched(v: &mut Value, patch: Value) -> ApiResult<()> {
+    let err = match patch::json_patch(v, patch) {
+        Ok(()) => match nesting::too_deep(v, nesting::MAX_DEPTH) {
+            None => return Ok(()),
+            Some(path) => format!(
+                "the patched object nests deeper than {} levels at {path}",
+                nesting::MAX_DEPTH
+            ),
+        },
+        Err(e @ patch::JsonPatchError::Decode(_)) => {
+            return Err(ApiError::bad_request(e.to_string()));
+        }
+        Err(e @ patch::JsonPatchError::TooManyOperations(_)) => {
+            return Err(ApiError::new(413, "RequestEntityTooLarge", e.to_string()));
+        }
+        Err(e) => e.to_string(),
+    };
+    nesting::drop(std::mem::take(v));
+    Err(ApiError::new(
+        422,
+        "Invalid",
+        format!("the server rejected our request due to an error in our request: {err}"),
+    ))
+}
+
 /// Which part of an object a request addresses: the object, or its status
 /// subresource (a 404 for kinds without one).
 fn object_part(sub: Option<&str>, has_status: bool, path: &str) -> Result<Part, ApiError> {

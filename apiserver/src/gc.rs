@@ -44,6 +44,13 @@ pub(crate) enum Action {
         name: String,
         finalizer: String,
     },
+    /// Sets `blockOwnerDeletion: false` on every owner reference, to break
+    /// an ownership cycle that would block foreground deletion forever.
+    UnblockOwners {
+        res: String,
+        ns: String,
+        name: String,
+    },
     FinishNamespace {
         name: String,
     },
@@ -51,18 +58,39 @@ pub(crate) enum Action {
 
 const NAMESPACES: &str = "/namespaces";
 
+fn has(v: &View, f: &str) -> bool {
+    v.finalizers.iter().any(|x| x == f)
+}
+
+/// Deleting in the foreground: waiting for its blocking dependents.
+fn waiting(v: &View) -> bool {
+    v.deleting && has(v, FOREGROUND)
+}
+
+fn unblock(v: &View) -> Action {
+    Action::UnblockOwners {
+        res: v.res.clone(),
+        ns: v.ns.clone(),
+        name: v.name.clone(),
+    }
+}
+
 /// Decides the next GC actions.
 pub(crate) fn plan(views: &[View]) -> Vec<Action> {
     let by_uid: HashMap<&str, &View> = views.iter().map(|v| (v.uid.as_str(), v)).collect();
-    let mut actions = Vec::new();
-    let has = |v: &View, f: &str| v.finalizers.iter().any(|x| x == f);
+    let mut dependents: HashMap<&str, Vec<&View>> = HashMap::new();
+    for v in views {
+        for (owner, _) in &v.owners {
+            dependents.entry(owner.as_str()).or_default().push(v);
+        }
+    }
+    let mut actions = cycle_breaks(views, &dependents);
     for v in views.iter().filter(|v| !v.owners.is_empty()) {
         let present: Vec<&View> = v
             .owners
             .iter()
             .filter_map(|(u, _)| by_uid.get(u.as_str()).copied())
             .collect();
-        let waiting = |o: &View| o.deleting && has(o, FOREGROUND);
         let orphaning = |o: &View| o.deleting && has(o, ORPHAN);
         let solid = present.iter().any(|o| !waiting(o) && !orphaning(o));
         if present.is_empty() || (!solid && present.iter().all(|o| waiting(o))) {
@@ -72,6 +100,17 @@ pub(crate) fn plan(views: &[View]) -> Vec<Action> {
                 } else {
                     Propagation::Foreground
                 };
+                // kube's garbage collector: an object whose owners wait for
+                // it, and which has a dependent that itself waits, may sit
+                // on a cycle (A owns B owns A); its references stop
+                // blocking before it is deleted in the foreground.
+                let deps = dependents.get(v.uid.as_str());
+                if policy == Propagation::Foreground
+                    && v.owners.iter().any(|(_, blocking)| *blocking)
+                    && deps.is_some_and(|ds| ds.iter().any(|d| waiting(d)))
+                {
+                    actions.push(unblock(v));
+                }
                 actions.push(Action::Delete {
                     res: v.res.clone(),
                     ns: v.ns.clone(),
@@ -150,6 +189,103 @@ pub(crate) fn plan(views: &[View]) -> Vec<Action> {
     actions
 }
 
+/// Objects deleting in the foreground that wait on each other in a cycle:
+/// each is blocked by a dependent that is itself waiting, around and back.
+/// Nothing inside such a cycle can ever finish (a client can make one by
+/// deleting both A and B, owners of each other, in the foreground), so each
+/// member's blocking references are dropped, as kube's collector does for
+/// the cycles it sees forming; the members then go in turn.
+fn cycle_breaks(views: &[View], dependents: &HashMap<&str, Vec<&View>>) -> Vec<Action> {
+    let waiters: Vec<&View> = views.iter().filter(|v| waiting(v)).collect();
+    let index: HashMap<&str, usize> = waiters
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.uid.as_str(), i))
+        .collect();
+    // Edge w -> d: d blocks w's deletion and waits itself.
+    let edges: Vec<Vec<usize>> = waiters
+        .iter()
+        .map(|w| {
+            dependents
+                .get(w.uid.as_str())
+                .into_iter()
+                .flatten()
+                .filter(|d| d.owners.iter().any(|(u, b)| *b && *u == w.uid))
+                .filter_map(|d| index.get(d.uid.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    on_cycles(&edges)
+        .into_iter()
+        .zip(&waiters)
+        .filter(|(cyclic, w)| *cyclic && w.owners.iter().any(|(_, b)| *b))
+        .map(|(_, w)| unblock(w))
+        .collect()
+}
+
+/// Which nodes of a directed graph lie on a cycle: Tarjan's strongly
+/// connected components, with an explicit stack (chains of owners can be
+/// long, and the graph is the clients' to shape).
+fn on_cycles(edges: &[Vec<usize>]) -> Vec<bool> {
+    let n = edges.len();
+    let mut index = vec![usize::MAX; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut cyclic = vec![false; n];
+    let mut next = 0;
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        // (node, position in its edge list)
+        let mut work = vec![(root, 0)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut pos)) = work.last_mut() {
+            if let Some(&w) = edges[v].get(*pos) {
+                *pos += 1;
+                if w == v {
+                    cyclic[v] = true;
+                } else if index[w] == usize::MAX {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut members = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    members.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if members.len() > 1 {
+                    for m in members {
+                        cyclic[m] = true;
+                    }
+                }
+            }
+        }
+    }
+    cyclic
+}
+
 fn views(st: &State) -> Vec<View> {
     st.all_objects()
         .into_iter()
@@ -192,9 +328,8 @@ fn apply(st: &mut State, a: &Action) -> bool {
     let (res_key, ns, name) = match a {
         Action::Delete { res, ns, name, .. }
         | Action::RemoveOwners { res, ns, name, .. }
-        | Action::RemoveFinalizer { res, ns, name, .. } => {
-            (res.as_str(), ns.as_str(), name.as_str())
-        }
+        | Action::RemoveFinalizer { res, ns, name, .. }
+        | Action::UnblockOwners { res, ns, name } => (res.as_str(), ns.as_str(), name.as_str()),
         Action::FinishNamespace { name } => (NAMESPACES, "", name.as_str()),
     };
     let Some(res) = st.registry.get_key(res_key).cloned() else {
@@ -242,6 +377,15 @@ fn apply(st: &mut State, a: &Action) -> bool {
                 .filter(|x| x != finalizer)
                 .collect();
             object::set_finalizers(&mut new, f);
+            write::commit_update(st, &req, &old, new).map(|_| ())
+        }
+        Action::UnblockOwners { .. } => {
+            let mut new = old.value.clone();
+            if let Some(refs) = new["metadata"]["ownerReferences"].as_array_mut() {
+                for r in refs.iter_mut().filter(|r| r["blockOwnerDeletion"] == true) {
+                    r["blockOwnerDeletion"] = serde_json::json!(false);
+                }
+            }
             write::commit_update(st, &req, &old, new).map(|_| ())
         }
         Action::FinishNamespace { .. } => {
@@ -338,5 +482,79 @@ mod tests {
                 name: "team".into()
             }]
         );
+    }
+
+    fn deleting_foreground(mut v: View) -> View {
+        v.deleting = true;
+        v.finalizers = vec![FOREGROUND.into()];
+        v
+    }
+
+    /// Kube's rule: B is about to be deleted in the foreground for its
+    /// waiting owner A, and B's own dependent (A) waits too: B's references
+    /// stop blocking first.
+    #[test]
+    fn a_forming_cycle_is_unblocked_as_kube_does() {
+        let a = deleting_foreground(v("/configmaps", "d", "a", &[("uid-b", true)]));
+        let b = v("/configmaps", "d", "b", &[("uid-a", true)]);
+        let actions = plan(&[a, b]);
+        assert_eq!(
+            actions,
+            vec![
+                Action::UnblockOwners {
+                    res: "/configmaps".into(),
+                    ns: "d".into(),
+                    name: "b".into()
+                },
+                Action::Delete {
+                    res: "/configmaps".into(),
+                    ns: "d".into(),
+                    name: "b".into(),
+                    policy: Propagation::Foreground
+                },
+            ]
+        );
+    }
+
+    /// Both deleted in the foreground by a client: each waits on the other.
+    /// The cycle is found and every member unblocked; a plain chain is not.
+    #[test]
+    fn a_cycle_of_waiting_objects_is_broken() {
+        let a = deleting_foreground(v("/configmaps", "d", "a", &[("uid-b", true)]));
+        let b = deleting_foreground(v("/configmaps", "d", "b", &[("uid-a", true)]));
+        let mut actions = plan(&[a, b]);
+        actions.sort_by_key(|a| format!("{a:?}"));
+        assert!(
+            matches!(&actions[..], [Action::UnblockOwners { name: a, .. }, Action::UnblockOwners { name: b, .. }] if a == "a" && b == "b"),
+            "{actions:?}"
+        );
+        let self_owned = deleting_foreground(v("/configmaps", "d", "s", &[("uid-s", true)]));
+        assert!(plan(&[self_owned]).contains(&Action::UnblockOwners {
+            res: "/configmaps".into(),
+            ns: "d".into(),
+            name: "s".into()
+        }));
+        // A chain waiting on a waiting dependent is no cycle.
+        let top = deleting_foreground(v("/configmaps", "d", "top", &[]));
+        let mid = deleting_foreground(v("/configmaps", "d", "mid", &[("uid-top", true)]));
+        let leaf = v("/configmaps", "d", "leaf", &[("uid-mid", true)]);
+        assert!(
+            !plan(&[top, mid, leaf])
+                .iter()
+                .any(|a| matches!(a, Action::UnblockOwners { .. }))
+        );
+    }
+
+    #[test]
+    fn cycles_in_long_chains_without_recursion() {
+        // 0 -> 1 -> ... -> 99999 -> 50000: only the tail loop is cyclic.
+        let n = 100_000;
+        let mut edges: Vec<Vec<usize>> = (0..n)
+            .map(|i| if i + 1 < n { vec![i + 1] } else { vec![] })
+            .collect();
+        edges[n - 1].push(n / 2);
+        let c = on_cycles(&edges);
+        assert!(!c[0] && !c[n / 2 - 1]);
+        assert!(c[n / 2] && c[n - 1]);
     }
 }

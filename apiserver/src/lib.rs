@@ -10,17 +10,23 @@
 //!
 //! See `docs/apiserver.md` for what is supported and how it is built.
 
+mod access;
 mod admission;
 mod api;
 mod defaults;
 mod discovery;
 mod durability;
+mod files;
 mod filter;
 mod gc;
+mod limits;
 mod list;
+mod nesting;
 mod object;
 mod openapi;
 mod patch;
+#[cfg(test)]
+mod properties;
 mod proto;
 mod request;
 mod resources;
@@ -33,11 +39,15 @@ mod subresource;
 mod table;
 mod time;
 mod tls;
+mod token;
+mod update;
 mod validate;
 mod watch;
 mod write;
+mod yaml;
 
 pub use durability::{Durability, ParseDurabilityError};
 pub use server::{Config, Error, RunningServer, start};
 pub use storage::StorageError;
 pub use tls::TlsError;
+pub use token::TokenError;

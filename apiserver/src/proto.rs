@@ -33,16 +33,25 @@ enum Wire<'a> {
 }
 
 impl Wire<'_> {
-    /// Whether the value is its type's zero (recursively, for a payload that
-    /// is itself a message of zero fields).
+    /// Whether the value is its type's zero, looking into a payload that is
+    /// itself a message of zero fields. A client chooses how deep such
+    /// payloads nest, so this walks them with a work list, not recursion
+    /// (each field is read once; the list holds at most one entry per field).
     fn is_zero(&self) -> bool {
-        match *self {
-            Wire::Varint(v) | Wire::Fixed64(v) => v == 0,
-            Wire::Fixed32(v) => v == 0,
-            Wire::Bytes(b) => {
-                b.is_empty() || fields(b).is_ok_and(|fs| fs.iter().all(|(_, w)| w.is_zero()))
+        let mut todo = vec![*self];
+        while let Some(w) = todo.pop() {
+            match w {
+                Wire::Varint(v) | Wire::Fixed64(v) if v != 0 => return false,
+                Wire::Fixed32(v) if v != 0 => return false,
+                Wire::Bytes(b) if !b.is_empty() => match fields(b) {
+                    Ok(fs) => todo.extend(fs.into_iter().map(|(_, w)| w)),
+                    // Not a message: a string or bytes, and not empty.
+                    Err(_) => return false,
+                },
+                _ => {}
             }
         }
+        true
     }
 }
 
@@ -648,5 +657,41 @@ mod tests {
         // A string field that is not UTF-8.
         let raw = field(1, &field(1, b"\xff"));
         assert!(decode(&envelope("v1", "ConfigMap", &raw)).is_err());
+    }
+
+    /// `depth` messages nested in field 1 of each other, around `leaf`,
+    /// written outside in (nesting by concatenation would copy the
+    /// payload once per level).
+    pub(crate) fn nested(depth: usize, leaf: &[u8]) -> Vec<u8> {
+        let mut lengths = vec![leaf.len()];
+        for i in 0..depth {
+            let inner = lengths[i];
+            lengths.push(key(1, 2).len() + encode_varint(inner as u64).len() + inner);
+        }
+        let mut out = Vec::with_capacity(lengths[depth]);
+        for i in (0..depth).rev() {
+            out.extend(key(1, 2));
+            out.extend(encode_varint(lengths[i] as u64));
+        }
+        out.extend_from_slice(leaf);
+        out
+    }
+
+    /// Issue 12: an unknown field nested 100,000 deep (about 300 KB) blew
+    /// the stack while the decoder checked whether its value was zero. The
+    /// check is iterative: the body is refused (the innermost value is not
+    /// zero) or skipped (it is), without recursion.
+    #[test]
+    fn deeply_nested_unknown_fields_do_not_recurse() {
+        let deep = nested(100_000, &int(1, 7));
+        let raw = [field(1, &meta("cm", &[])), field(99, &deep)].concat();
+        let err = decode(&envelope("v1", "ConfigMap", &raw)).unwrap_err();
+        assert!(err.contains("field 99 of core.v1.ConfigMap"), "{err}");
+        let zero = nested(100_000, &int(1, 0));
+        let raw = [field(1, &meta("cm", &[])), field(99, &zero)].concat();
+        assert_eq!(
+            decode(&envelope("v1", "ConfigMap", &raw)).unwrap()["metadata"]["name"],
+            "cm"
+        );
     }
 }

@@ -72,36 +72,38 @@ pub(crate) fn decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Reads the whole body, refusing more than [`MAX_BODY`].
-pub(crate) async fn read_body(body: Incoming) -> ApiResult<Bytes> {
-    match Limited::new(body, MAX_BODY).collect().await {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::too_large()),
-        Err(e) => Err(ApiError::bad_request(format!(
+/// Reads the whole body, refusing more than [`MAX_BODY`] and a client that
+/// takes longer than `timeout` to send it (kube-apiserver's request
+/// timeout, and its message).
+pub(crate) async fn read_body(body: Incoming, timeout: std::time::Duration) -> ApiResult<Bytes> {
+    match tokio::time::timeout(timeout, Limited::new(body, MAX_BODY).collect()).await {
+        Ok(Ok(c)) => Ok(c.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::too_large()),
+        Ok(Err(e)) => Err(ApiError::bad_request(format!(
             "reading the request body: {e}"
         ))),
+        Err(_) => Err(ApiError::timeout(
+            "Timeout: request did not complete within requested timeout - context deadline exceeded",
+        )),
     }
 }
 
 /// Decodes a JSON or YAML object body according to its content type.
 pub(crate) fn decode_body(ct: &str, bytes: &[u8]) -> ApiResult<Value> {
     let mime = ct.split(';').next().unwrap_or("").trim();
-    if mime == "application/vnd.kubernetes.protobuf" {
-        return crate::proto::decode(bytes)
-            .map_err(|e| ApiError::new(415, "UnsupportedMediaType", e));
-    }
-    let yaml = mime.ends_with("yaml");
-    if !yaml && !mime.is_empty() && !mime.ends_with("json") && mime != "*/*" {
-        return Err(ApiError::unsupported_media(ct));
-    }
-    let v: Value = if yaml {
-        serde_yaml_ng::from_slice(bytes)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
-    } else {
+    let v = if mime == "application/vnd.kubernetes.protobuf" {
+        crate::proto::decode(bytes).map_err(|e| ApiError::new(415, "UnsupportedMediaType", e))?
+    } else if mime.ends_with("yaml") {
+        crate::yaml::from_slice(bytes).map_err(|e| e.to_api())?
+    } else if mime.is_empty() || mime.ends_with("json") || mime == "*/*" {
         serde_json::from_slice(bytes).map_err(|e| {
             ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
         })?
+    } else {
+        return Err(ApiError::unsupported_media(ct));
     };
+    // JSON's parser stops at the limit; YAML's and protobuf's do not.
+    crate::limits::check_body_depth(&v)?;
     Ok(v)
 }
 
@@ -133,7 +135,21 @@ pub(crate) fn json(code: u16, v: &Value) -> Response<RespBody> {
 }
 
 pub(crate) fn error(e: &ApiError) -> Response<RespBody> {
-    json(e.code, &e.to_status())
+    let mut r = json(e.code, &e.to_status());
+    if e.code == 429 {
+        // As kube-apiserver: client-go waits this long, then retries.
+        r.headers_mut()
+            .insert("retry-after", hyper::header::HeaderValue::from_static("1"));
+    }
+    r
+}
+
+pub(crate) fn text_owned(code: u16, t: String) -> Response<RespBody> {
+    Response::builder()
+        .status(code)
+        .header("content-type", "text/plain; charset=utf-8")
+        .body(full(Bytes::from(t)))
+        .expect("static response parts are valid")
 }
 
 pub(crate) fn text(code: u16, t: &'static str) -> Response<RespBody> {

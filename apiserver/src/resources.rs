@@ -316,6 +316,76 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     cur.as_str()
 }
 
+/// Whether `group`/`plural` is one of the [`BUILTINS`].
+pub(crate) fn is_builtin(group: &str, plural: &str) -> bool {
+    static KEYS: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        builtins()
+            .into_iter()
+            .map(|r| (r.group, r.plural))
+            .collect()
+    })
+    .iter()
+    .any(|(g, p)| g == group && p == plural)
+}
+
+/// The annotation kube-apiserver requires on CRDs in the Kubernetes
+/// community's groups (`*.k8s.io`, `*.kubernetes.io`).
+const API_APPROVED: &str = "api-approved.kubernetes.io";
+
+/// kube-apiserver's rule for CRDs in protected groups: the annotation is
+/// required, and must be a URL or start with `unapproved`. Checked on
+/// create, and on update only when the annotation changes (`old` is the
+/// stored CRD), as kube-apiserver does.
+pub(crate) fn crd_approval_errors(crd: &Value, old: Option<&Value>) -> Vec<(String, String)> {
+    let group = str_at(crd, &["spec", "group"]).unwrap_or_default();
+    let protected = ["k8s.io", "kubernetes.io"]
+        .iter()
+        .any(|g| group == *g || group.ends_with(&format!(".{g}")));
+    let approval = |v: &Value| {
+        v["metadata"]["annotations"][API_APPROVED]
+            .as_str()
+            .map(str::to_owned)
+    };
+    let value = approval(crd);
+    if !protected || old.is_some_and(|o| approval(o) == value) {
+        return vec![];
+    }
+    let field = format!("metadata.annotations[{API_APPROVED}]");
+    let see = "see https://github.com/kubernetes/enhancements/pull/1111";
+    match value.as_deref() {
+        None | Some("") => vec![(
+            field,
+            format!(
+                "Required value: protected groups must have approval annotation {API_APPROVED:?}, {see}"
+            ),
+        )],
+        Some(v) if v.starts_with("unapproved") || is_url(v) => vec![],
+        Some(v) => vec![(
+            field,
+            format!(
+                "Invalid value: {v:?}: protected groups must have approval annotation {API_APPROVED:?} with either a URL or a reason starting with \"unapproved\", {see}"
+            ),
+        )],
+    }
+}
+
+/// A URL with a scheme and a host, as Go's `url.ParseRequestURI` accepts it.
+fn is_url(v: &str) -> bool {
+    v.split_once("://").is_some_and(|(scheme, rest)| {
+        !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            && !rest
+                .split(['/', '?', '#'])
+                .next()
+                .unwrap_or_default()
+                .is_empty()
+            && !v.contains(char::is_whitespace)
+    })
+}
+
 /// The resource a CustomResourceDefinition declares, or why it is invalid
 /// (`(field, message)` pairs).
 pub(crate) fn from_crd(crd: &Value) -> Result<Resource, Vec<(String, String)>> {
@@ -341,6 +411,14 @@ pub(crate) fn from_crd(crd: &Value) -> Result<Resource, Vec<(String, String)>> {
     }
     if kind.is_empty() {
         errs.push(("spec.names.kind".into(), "Required value".into()));
+    }
+    if is_builtin(&group, &plural) {
+        errs.push((
+            "spec.names.plural".into(),
+            format!(
+                "Invalid value: {plural:?}: {plural}.{group} is a built-in resource of this server; a CustomResourceDefinition cannot replace it"
+            ),
+        ));
     }
     if name != format!("{plural}.{group}") {
         errs.push((
@@ -481,5 +559,65 @@ mod tests {
                 "versions": [{"name": "v1", "served": true, "storage": true}]}});
         let errs = from_crd(&crd).unwrap_err();
         assert_eq!(errs[0].0, "metadata.name");
+    }
+
+    fn crd(group: &str, plural: &str, annotations: Value) -> Value {
+        json!({"metadata": {"name": format!("{plural}.{group}"), "annotations": annotations},
+            "spec": {"group": group, "names": {"plural": plural, "kind": "K"},
+                "versions": [{"name": "v1", "served": true, "storage": true}]}})
+    }
+
+    /// A CRD for a built-in resource would replace it (and deleting the
+    /// CRD would delete every object of the built-in kind).
+    #[test]
+    fn crds_cannot_shadow_built_ins() {
+        for (group, plural) in [
+            ("storage.k8s.io", "storageclasses"),
+            ("apps", "deployments"),
+        ] {
+            let errs = from_crd(&crd(group, plural, json!({}))).unwrap_err();
+            assert!(
+                errs.iter()
+                    .any(|(f, m)| f == "spec.names.plural" && m.contains("built-in")),
+                "{errs:?}"
+            );
+        }
+        assert!(from_crd(&crd("example.com", "deployments", json!({}))).is_ok());
+    }
+
+    #[test]
+    fn protected_groups_need_approval() {
+        let missing = crd("snapshot.storage.k8s.io", "volumesnapshots", json!({}));
+        let errs = crd_approval_errors(&missing, None);
+        assert_eq!(
+            errs[0].0,
+            "metadata.annotations[api-approved.kubernetes.io]"
+        );
+        assert!(
+            errs[0]
+                .1
+                .starts_with("Required value: protected groups must have approval annotation")
+        );
+        let ok = crd(
+            "snapshot.storage.k8s.io",
+            "volumesnapshots",
+            json!({API_APPROVED: "https://github.com/kubernetes-csi/external-snapshotter/pull/419"}),
+        );
+        assert!(crd_approval_errors(&ok, None).is_empty());
+        let bypass = crd(
+            "x.k8s.io",
+            "things",
+            json!({API_APPROVED: "unapproved, testing"}),
+        );
+        assert!(crd_approval_errors(&bypass, None).is_empty());
+        let bad = crd("x.kubernetes.io", "things", json!({API_APPROVED: "soon"}));
+        assert!(
+            crd_approval_errors(&bad, None)[0]
+                .1
+                .starts_with("Invalid value: \"soon\"")
+        );
+        // Unchanged on update: not checked again.
+        assert!(crd_approval_errors(&bad, Some(&bad)).is_empty());
+        assert!(crd_approval_errors(&crd("example.com", "things", json!({})), None).is_empty());
     }
 }

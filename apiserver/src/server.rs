@@ -4,16 +4,17 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::Watcher;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinHandle;
 
 use crate::durability::Durability;
@@ -30,9 +31,15 @@ pub struct Config {
     durability: Durability,
     token: Option<String>,
     watch_history: usize,
+    watch_history_bytes: usize,
     watch_buffer: usize,
     bookmark_interval: Duration,
     streaming_lists: bool,
+    max_connections: usize,
+    header_read_timeout: Duration,
+    request_timeout: Duration,
+    commit_backlog: usize,
+    max_database_pages: Option<u64>,
 }
 
 impl Default for Config {
@@ -49,9 +56,15 @@ impl Config {
             durability: Durability::default(),
             token: None,
             watch_history: 50_000,
+            watch_history_bytes: 128 * 1024 * 1024,
             watch_buffer: 16_384,
             bookmark_interval: Duration::from_secs(60),
             streaming_lists: true,
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(32),
+            request_timeout: Duration::from_secs(60),
+            commit_backlog: 10_000,
+            max_database_pages: None,
         }
     }
 
@@ -94,6 +107,54 @@ impl Config {
         self
     }
 
+    /// How many bytes of events (as serialized for watchers) the watch
+    /// history may hold (default 128 MiB); the oldest go first, like the
+    /// events past [`Config::watch_history`].
+    pub fn watch_history_bytes(mut self, bytes: usize) -> Self {
+        self.watch_history_bytes = bytes;
+        self
+    }
+
+    /// How many client connections are served at once (default 1,024).
+    /// Past it, new connections wait in the listen backlog until one closes.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// How long a client may take to send a request's headers, and how long
+    /// a connection may sit idle between requests (default 32 s, as
+    /// kube-apiserver's `ReadHeaderTimeout`). Past it the connection is closed.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a client may take to send a request's body (default 60 s,
+    /// kube-apiserver's `--request-timeout`); past it the request gets
+    /// `504 Timeout`.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How many writes may wait to be committed while storage is failing
+    /// (a full disk, say) before new writes are refused with `503` (default
+    /// 10,000).
+    pub fn commit_backlog(mut self, writes: usize) -> Self {
+        self.commit_backlog = writes.max(1);
+        self
+    }
+
+    /// Caps the database at this many pages (SQLite's `max_page_count`; a
+    /// page is 4 KiB): commits past it fail as on a full disk. For tests of
+    /// what a full disk does.
+    #[doc(hidden)]
+    pub fn max_database_pages(mut self, pages: u64) -> Self {
+        self.max_database_pages = Some(pages);
+        self
+    }
+
     /// How far a watcher may fall behind the newest event before it is closed (default 16,384 events).
     pub fn watch_buffer(mut self, events: usize) -> Self {
         self.watch_buffer = events;
@@ -128,6 +189,8 @@ pub enum Error {
     Storage(#[from] StorageError),
     #[error(transparent)]
     Tls(#[from] TlsError),
+    #[error(transparent)]
+    Token(#[from] crate::token::TokenError),
 }
 
 /// State shared by every request and task.
@@ -135,10 +198,15 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     pub(crate) gc: Notify,
     pub(crate) shutdown: watch::Receiver<bool>,
-    pub(crate) token: Option<String>,
+    pub(crate) token: Option<crate::token::Expected>,
     pub(crate) bookmark_interval: Duration,
     pub(crate) streaming_lists: bool,
     pub(crate) server_addr: String,
+    pub(crate) request_timeout: Duration,
+    /// Connections being served now.
+    pub(crate) connections: AtomicUsize,
+    /// Times accepting a connection failed (out of file descriptors, say).
+    pub(crate) accept_failures: AtomicU64,
 }
 
 impl Shared {
@@ -168,12 +236,6 @@ impl std::fmt::Debug for RunningServer {
     }
 }
 
-fn random_token() -> String {
-    (0..32)
-        .map(|_| format!("{:x}", fastrand::u8(..16)))
-        .collect()
-}
-
 /// Binds, opens storage and starts serving; returns once connections are accepted.
 pub async fn start(config: Config) -> Result<RunningServer, Error> {
     let listener = TcpListener::bind(config.listen)
@@ -188,13 +250,14 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
     })?;
     let token = match config.token {
         Some(t) => Some(t),
-        None if !config.listen.ip().is_loopback() => Some(random_token()),
+        None if !config.listen.ip().is_loopback() => Some(crate::token::generate()?),
         None => None,
     };
     let (storage, loaded) = match &config.data_dir {
         Some(dir) => {
             let (dir, durability) = (dir.clone(), config.durability);
-            tokio::task::spawn_blocking(move || Storage::open(&dir, durability))
+            let pages = config.max_database_pages;
+            tokio::task::spawn_blocking(move || Storage::open(&dir, durability, pages))
                 .await
                 .expect("storage open task panicked")?
         }
@@ -216,8 +279,12 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         storage,
         loaded.start_rv,
         loaded.objects,
-        config.watch_history,
-        config.watch_buffer,
+        crate::store::History {
+            events: config.watch_history,
+            bytes: config.watch_history_bytes,
+            buffer: config.watch_buffer,
+            commit_backlog: config.commit_backlog,
+        },
     );
     crate::api::ensure_system_namespaces(&mut state);
     let (stop, shutdown) = watch::channel(false);
@@ -225,10 +292,13 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         state: Mutex::new(state),
         gc: Notify::new(),
         shutdown,
-        token: token.clone(),
+        token: token.as_deref().map(crate::token::Expected::new),
         bookmark_interval: config.bookmark_interval,
         streaming_lists: config.streaming_lists,
         server_addr: client_addr(addr).to_string(),
+        request_timeout: config.request_timeout,
+        connections: AtomicUsize::new(0),
+        accept_failures: AtomicU64::new(0),
     });
     let gc_task = tokio::spawn(gc_loop(shared.clone()));
     shared.gc.notify_one();
@@ -236,7 +306,11 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         Some(t) => (Some(t.acceptor), Some(t.ca_pem)),
         None => (None, None),
     };
-    let accept = tokio::spawn(accept_loop(listener, acceptor, shared.clone()));
+    let limits = ConnectionLimits {
+        max: config.max_connections,
+        header_read_timeout: config.header_read_timeout,
+    };
+    let accept = tokio::spawn(accept_loop(listener, acceptor, shared.clone(), limits));
     tracing::info!(
         %addr,
         durability = durability.map_or("none (in memory)", Durability::as_str),
@@ -265,45 +339,98 @@ fn client_addr(addr: SocketAddr) -> SocketAddr {
 /// How long a client may take to complete the TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What one client connection may hold.
+#[derive(Debug, Clone, Copy)]
+struct ConnectionLimits {
+    max: usize,
+    header_read_timeout: Duration,
+}
+
+/// The pause after `accept` fails, as Go's `http.Server` takes it (and so
+/// kube-apiserver): 5 ms, doubling up to 1 s, back to 5 ms once a
+/// connection is accepted. Without it, a server out of file descriptors
+/// retries `accept` in a tight loop, burning a core while nothing changes.
+#[derive(Debug, Default)]
+pub(crate) struct AcceptBackoff(Option<Duration>);
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_secs(1);
+
+    /// How long to wait after one more failure.
+    pub(crate) fn failed(&mut self) -> Duration {
+        let next = self.0.map_or(Self::FIRST, |d| (d * 2).min(Self::MAX));
+        self.0 = Some(next);
+        next
+    }
+
+    pub(crate) fn succeeded(&mut self) {
+        self.0 = None;
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     shared: Arc<Shared>,
+    limits: ConnectionLimits,
 ) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = shared.shutdown.clone();
+    // One permit per connection: at the cap, new connections wait in the
+    // kernel's listen backlog instead of each taking a task and a socket.
+    let permits = Arc::new(Semaphore::new(limits.max));
+    let mut backoff = AcceptBackoff::default();
     loop {
-        tokio::select! {
-            conn = listener.accept() => {
-                let Ok((stream, peer)) = conn else { continue };
-                let _ = stream.set_nodelay(true);
-                let shared = shared.clone();
-                let watcher = graceful.watcher();
-                match &tls {
-                    None => {
-                        tokio::spawn(serve(stream, shared, watcher));
+        let permit = tokio::select! {
+            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+            _ = shutdown.changed() => break,
+        };
+        let (stream, peer) = tokio::select! {
+            conn = listener.accept() => match conn {
+                Ok(conn) => {
+                    backoff.succeeded();
+                    conn
+                }
+                Err(e) => {
+                    let pause = backoff.failed();
+                    shared.accept_failures.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(error = %e, retry_in = ?pause, "apiserver cannot accept a connection (out of file descriptors? raise `ulimit -n` or lower max_connections)");
+                    tokio::select! {
+                        _ = tokio::time::sleep(pause) => continue,
+                        _ = shutdown.changed() => break,
                     }
-                    Some(acceptor) => {
-                        let handshake = acceptor.accept(stream);
-                        tokio::spawn(async move {
-                            match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, handshake).await {
-                                Ok(Ok(stream)) => serve(stream, shared, watcher).await,
-                                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-                            }
-                        });
+                }
+            },
+            _ = shutdown.changed() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let (shared, tls) = (shared.clone(), tls.clone());
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let _permit = permit;
+            shared.connections.fetch_add(1, Ordering::Relaxed);
+            match &tls {
+                None => serve(stream, shared.clone(), watcher, limits).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
+                    {
+                        Ok(Ok(stream)) => serve(stream, shared.clone(), watcher, limits).await,
+                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                     }
                 }
             }
-            _ = shutdown.changed() => break,
-        }
+            shared.connections.fetch_sub(1, Ordering::Relaxed);
+        });
     }
     drop(listener);
     let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
 }
 
-/// Serves HTTP/1.1 on one connection until it closes or the server shuts down.
-async fn serve<S>(stream: S, shared: Arc<Shared>, watcher: Watcher)
+/// Serves HTTP/1.1 on one connection until it closes, idles past the header
+/// read timeout, or the server shuts down.
+async fn serve<S>(stream: S, shared: Arc<Shared>, watcher: Watcher, limits: ConnectionLimits)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -311,7 +438,10 @@ where
         let shared = shared.clone();
         async move { Ok::<_, std::convert::Infallible>(crate::api::handle(shared, req).await) }
     });
-    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .serve_connection(TokioIo::new(stream), svc);
     let _ = watcher.watch(conn).await;
 }
 
@@ -387,9 +517,22 @@ impl RunningServer {
         )
     }
 
-    /// Writes [`RunningServer::kubeconfig`] to `path`.
+    /// Writes [`RunningServer::kubeconfig`] to `path`, readable by its
+    /// owner only (mode 0600 from the moment it is created; it may hold the
+    /// token), replacing any file there atomically.
     pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::write(path, self.kubeconfig())
+        crate::files::write_atomically(path, self.kubeconfig().as_bytes(), 0o600)
+    }
+
+    /// Client connections being served now.
+    pub fn open_connections(&self) -> usize {
+        self.shared.connections.load(Ordering::Relaxed)
+    }
+
+    /// How many times accepting a connection has failed (the process out of
+    /// file descriptors, say); each failure is logged and waited out.
+    pub fn accept_failures(&self) -> u64 {
+        self.shared.accept_failures.load(Ordering::Relaxed)
     }
 
     /// Drops the watch history: resuming from any earlier revision gets `410 Expired`.
@@ -420,5 +563,21 @@ impl Drop for RunningServer {
         for t in &self.tasks {
             t.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The limit: 5 ms after the first failed `accept`, doubling to at most
+    /// 1 s, as Go's `http.Server`; a success starts over.
+    #[test]
+    fn accept_backs_off_like_go() {
+        let mut b = AcceptBackoff::default();
+        let ms: Vec<u128> = (0..10).map(|_| b.failed().as_millis()).collect();
+        assert_eq!(ms, [5, 10, 20, 40, 80, 160, 320, 640, 1000, 1000]);
+        b.succeeded();
+        assert_eq!(b.failed(), Duration::from_millis(5));
     }
 }

@@ -54,6 +54,10 @@ struct Queue {
 #[derive(Default)]
 struct Pending {
     writes: Vec<(Record, Option<Ack>)>,
+    /// Writes the writer has taken and not yet committed.
+    in_flight: usize,
+    /// Why the last commit failed; `None` once one succeeds.
+    failing: Option<String>,
     /// The writer is waiting for writes: the next one must wake it. (Waking
     /// costs a system call, wasted while the writer is busy committing.)
     idle: bool,
@@ -77,6 +81,19 @@ impl Queue {
             }
             return;
         }
+        // While commits fail, a new write waits behind the failing ones:
+        // its client hears at once that it is not yet stored, rather than
+        // waiting out its timeout.
+        let ack = match (&p.failing, ack) {
+            (Some(e), Some(ack)) => {
+                let _ = ack.send(Err(format!(
+                    "storage is failing ({e}); the write is queued behind {} others and may still be applied",
+                    p.writes.len() + p.in_flight
+                )));
+                None
+            }
+            (_, ack) => ack,
+        };
         p.writes.push((record, ack));
         let wake = std::mem::take(&mut p.idle);
         drop(p);
@@ -108,8 +125,36 @@ impl Queue {
         } else {
             batch.extend(p.writes.drain(..MAX_BATCH));
         }
+        p.in_flight = batch.len();
         !batch.is_empty()
     }
+
+    /// Records how the commit of the taken batch went.
+    fn committed(&self, result: Result<(), String>) {
+        let mut p = self.lock();
+        match result {
+            Ok(()) => {
+                p.in_flight = 0;
+                p.failing = None;
+            }
+            Err(e) => p.failing = Some(e),
+        }
+    }
+
+    fn backlog(&self) -> Backlog {
+        let p = self.lock();
+        Backlog {
+            writes: p.writes.len() + p.in_flight,
+            failing: p.failing.clone(),
+        }
+    }
+}
+
+/// Writes accepted but not yet committed, and whether commits are failing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Backlog {
+    pub(crate) writes: usize,
+    pub(crate) failing: Option<String>,
 }
 
 /// Held by the writer thread: however it exits (a panic included), queued
@@ -189,7 +234,11 @@ impl Storage {
 
     /// Opens (creating if needed) `dir/state.db`, compacts superseded rows and
     /// loads the live objects.
-    pub(crate) fn open(dir: &Path, durability: Durability) -> Result<(Self, Loaded), StorageError> {
+    pub(crate) fn open(
+        dir: &Path,
+        durability: Durability,
+        max_pages: Option<u64>,
+    ) -> Result<(Self, Loaded), StorageError> {
         std::fs::create_dir_all(dir).map_err(|source| StorageError::CreateDir {
             path: dir.into(),
             source,
@@ -216,6 +265,12 @@ impl Storage {
             });
         }
         let loaded = prepare(&conn).map_err(err)?;
+        if let Some(pages) = max_pages {
+            // A stand-in for a full disk (tests): commits past it fail
+            // with SQLITE_FULL, "database or disk is full".
+            conn.pragma_update(None, "max_page_count", pages as i64)
+                .map_err(err)?;
+        }
         let queue = Arc::new(Queue::default());
         let thread = std::thread::Builder::new()
             .name("apiserver-writer".into())
@@ -247,6 +302,12 @@ impl Storage {
                 });
             }
         }
+    }
+
+    /// Writes waiting to be committed, and the last commit's failure;
+    /// `None` in memory.
+    pub(crate) fn backlog(&self) -> Option<Backlog> {
+        self.queue.as_ref().map(|q| q.backlog())
     }
 
     /// What acknowledged writes survive, as read back from the database
@@ -330,7 +391,8 @@ fn writer(conn: Connection, queue: &Queue) {
         // their write is not yet durable (and may still be applied).
         let mut pause = Duration::from_millis(100);
         while let Err(e) = commit(&conn, &batch) {
-            tracing::error!(error = %e, writes = batch.len(), retry_in = ?pause, "apiserver storage commit failed; retrying (free disk space or fix the data directory)");
+            queue.committed(Err(e.to_string()));
+            tracing::error!(error = %e, writes = batch.len(), retry_in = ?pause, "apiserver storage commit failed; retrying (free disk space or fix the data directory); new writes are refused once the backlog is full");
             for (_, ack) in &mut batch {
                 if let Some(ack) = ack.take() {
                     let _ = ack.send(Err(format!(
@@ -348,6 +410,7 @@ fn writer(conn: Connection, queue: &Queue) {
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_secs(5));
         }
+        queue.committed(Ok(()));
         for (_, ack) in batch.drain(..) {
             if let Some(ack) = ack {
                 let _ = ack.send(Ok(()));
@@ -401,7 +464,7 @@ mod tests {
     #[tokio::test]
     async fn a_failing_commit_is_retried_in_order_until_it_works() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut s, _) = Storage::open(dir.path(), Durability::Process).unwrap();
+        let (mut s, _) = Storage::open(dir.path(), Durability::Process, None).unwrap();
         // Another connection holds the write lock: commits fail (busy).
         let blocker = Connection::open(dir.path().join("state.db")).unwrap();
         blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
@@ -417,19 +480,45 @@ mod tests {
                 .is_err_and(|e| e.contains("may still be applied")),
             "{first:?}"
         );
-        let (tx2, mut rx2) = oneshot::channel();
+        let backlog = s.backlog().unwrap();
+        assert_eq!(backlog.writes, 1);
+        assert!(
+            backlog.failing.is_some_and(|e| e.contains("locked")),
+            "{:?}",
+            s.backlog()
+        );
+        // A write arriving while commits fail hears so at once, and waits
+        // behind the failing one.
+        let (tx2, rx2) = oneshot::channel();
         s.append(
             record(RESTART_GAP + 2, "/configmaps/a/x", Some("2")),
             Some(tx2),
         );
+        let second = rx2.await.unwrap();
+        assert!(
+            second
+                .as_ref()
+                .is_err_and(|e| e.contains("queued behind 1")),
+            "{second:?}"
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(rx2.try_recv().is_err(), "nothing newer is stored meanwhile");
+        assert_eq!(
+            s.backlog().unwrap().writes,
+            2,
+            "nothing newer is stored meanwhile"
+        );
         // The lock goes away: the failed write lands first, then the next.
         blocker.execute_batch("ROLLBACK").unwrap();
-        rx2.await.unwrap().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while s.backlog().unwrap().writes > 0 {
+            assert!(std::time::Instant::now() < deadline, "{:?}", s.backlog());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let backlog = s.backlog().unwrap();
+        assert_eq!((backlog.writes, backlog.failing), (0, None));
         s.close();
         drop(s);
-        let (_s, loaded) = Storage::open(dir.path(), Durability::Process).unwrap();
+        let (_s, loaded) = Storage::open(dir.path(), Durability::Process, None).unwrap();
         assert_eq!(
             loaded.objects,
             [("/configmaps/a/x".to_owned(), Bytes::from_static(b"2"))]
@@ -439,7 +528,7 @@ mod tests {
     #[tokio::test]
     async fn writes_survive_reopen_and_revisions_jump() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut s, loaded) = Storage::open(dir.path(), Durability::Process).unwrap();
+        let (mut s, loaded) = Storage::open(dir.path(), Durability::Process, None).unwrap();
         assert_eq!(loaded.start_rv, RESTART_GAP);
         let (tx, rx) = oneshot::channel();
         s.append(record(RESTART_GAP + 1, "/configmaps/a/x", Some("{}")), None);
@@ -458,7 +547,7 @@ mod tests {
         );
         assert!(rx.await.unwrap().is_err(), "no acknowledgement after close");
         drop(s);
-        let (_s, loaded) = Storage::open(dir.path(), Durability::Process).unwrap();
+        let (_s, loaded) = Storage::open(dir.path(), Durability::Process, None).unwrap();
         assert_eq!(
             loaded.objects,
             [("/configmaps/a/y".to_owned(), Bytes::from_static(b"2"))]
@@ -500,7 +589,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             // `open` reads `PRAGMA synchronous` back from the writer's
             // connection and refuses to run with anything else.
-            let (s, _) = Storage::open(dir.path(), durability).unwrap();
+            let (s, _) = Storage::open(dir.path(), durability, None).unwrap();
             assert_eq!(s.durability(), Some(durability));
             drop(s);
             let conn = Connection::open(dir.path().join("state.db")).unwrap();

@@ -137,6 +137,11 @@ pub(crate) struct State {
     tables: HashMap<String, Table>,
     ring: VecDeque<Arc<Event>>,
     ring_cap: usize,
+    /// The bytes of the events in the ring (see [`Event::weight`]), and their bound.
+    ring_bytes: usize,
+    ring_max_bytes: usize,
+    /// Writes waiting to be committed past which new writes are refused.
+    commit_backlog: usize,
     /// Watches and snapshots can start from any revision `>= floor`.
     floor: u64,
     bus: broadcast::Sender<Arc<Event>>,
@@ -165,15 +170,36 @@ fn split_storage_key(key: &str) -> Option<(String, String, String)> {
     Some((res, ns, name))
 }
 
+/// How much history the store keeps, and how much it lets pile up.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct History {
+    /// Events watches can resume from.
+    pub(crate) events: usize,
+    /// Bytes of those events (serialized, with the object they replaced).
+    pub(crate) bytes: usize,
+    /// How far a watcher may fall behind the newest event.
+    pub(crate) buffer: usize,
+    /// Writes waiting to be committed past which writes are refused.
+    pub(crate) commit_backlog: usize,
+}
+
+impl Event {
+    /// The memory an event keeps alive in the history: its line, and the
+    /// object it replaced (the new object is counted by its own line; the
+    /// previous one is kept only for this event once it is superseded).
+    fn weight(&self) -> usize {
+        self.line.len() + self.prev.as_ref().map_or(0, |p| p.bytes.len())
+    }
+}
+
 impl State {
     pub(crate) fn new(
         storage: Storage,
         start_rv: u64,
         objects: Vec<(String, Bytes)>,
-        ring_cap: usize,
-        bus_cap: usize,
+        history: History,
     ) -> Self {
-        let (bus, _) = broadcast::channel(bus_cap.max(16));
+        let (bus, _) = broadcast::channel(history.buffer.max(16));
         let mut tables: HashMap<String, Table> = HashMap::new();
         for (key, bytes) in objects {
             let Some((res, ns, name)) = split_storage_key(&key) else {
@@ -205,7 +231,10 @@ impl State {
             registry,
             tables,
             ring: VecDeque::new(),
-            ring_cap: ring_cap.max(1),
+            ring_cap: history.events.max(1),
+            ring_bytes: 0,
+            ring_max_bytes: history.bytes,
+            commit_backlog: history.commit_backlog,
             floor: start_rv,
             bus,
             storage,
@@ -295,7 +324,23 @@ impl State {
     /// Drops the event history: watches from any earlier revision get 410.
     pub(crate) fn compact(&mut self) {
         self.ring.clear();
+        self.ring_bytes = 0;
         self.floor = self.rv;
+    }
+
+    /// Refuses writes while storage is failing and more than the allowed
+    /// backlog of writes waits to be committed: they are in memory only,
+    /// and would be lost (and keep growing) if the disk never recovers.
+    pub(crate) fn check_writable(&self) -> Result<(), crate::storage::Backlog> {
+        match self.storage.backlog() {
+            Some(b) if b.failing.is_some() && b.writes >= self.commit_backlog => Err(b),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the last commit failed, and why.
+    pub(crate) fn storage_failure(&self) -> Option<String> {
+        self.storage.backlog().and_then(|b| b.failing)
     }
 
     /// Stores `value` (or deletes, with `None`) and returns the stored object
@@ -354,12 +399,16 @@ impl State {
             prev,
             line,
         });
-        if self.ring.len() >= self.ring_cap
+        self.ring_bytes += event.weight();
+        self.ring.push_back(event.clone());
+        // The newest event always stays: a watch must be able to start from it.
+        while (self.ring.len() > self.ring_cap || self.ring_bytes > self.ring_max_bytes)
+            && self.ring.len() > 1
             && let Some(old) = self.ring.pop_front()
         {
+            self.ring_bytes -= old.weight();
             self.floor = old.rv;
         }
-        self.ring.push_back(event.clone());
         let _ = self.bus.send(event);
         let (tx, rx): (Ack, _) = oneshot::channel();
         let record = Record {
@@ -390,9 +439,18 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn history(events: usize, bytes: usize) -> History {
+        History {
+            events,
+            bytes,
+            buffer: 64,
+            commit_backlog: 10,
+        }
+    }
+
     fn state() -> State {
         let (s, _) = Storage::in_memory();
-        State::new(s, 100, vec![], 4, 64)
+        State::new(s, 100, vec![], history(4, usize::MAX))
     }
 
     #[test]
@@ -488,5 +546,32 @@ mod tests {
         let (past, _) = st.subscribe(101).unwrap();
         assert_eq!(past[0].typ, EventType::Deleted);
         assert!(past[0].line.starts_with(b"{\"type\":\"DELETED\""));
+    }
+
+    /// The limit: the history's bytes, not only its events. Ten 100 KB
+    /// objects in a 350 KB budget: only the newest three stay.
+    #[test]
+    fn the_history_is_bounded_in_bytes() {
+        let (s, _) = Storage::in_memory();
+        let mut st = State::new(s, 100, vec![], history(1_000, 350_000));
+        let big = "x".repeat(100_000);
+        for i in 0..10 {
+            st.write(
+                "/configmaps",
+                "a",
+                &format!("c{i}"),
+                Some(json!({"metadata": {}, "data": {"v": big}})),
+            );
+        }
+        let (past, _) = st.subscribe(st.floor).unwrap();
+        assert_eq!(past.len(), 3);
+        assert!(st.ring_bytes <= 350_000);
+        assert_eq!(st.subscribe(105).unwrap_err(), RvError::Expired);
+        // One event larger than the whole budget still stays, alone.
+        let (s, _) = Storage::in_memory();
+        let mut st = State::new(s, 100, vec![], history(1_000, 10));
+        st.write("/configmaps", "a", "x", Some(json!({"metadata": {}})));
+        st.write("/configmaps", "a", "y", Some(json!({"metadata": {}})));
+        assert_eq!(st.subscribe(101).unwrap().0.len(), 1);
     }
 }

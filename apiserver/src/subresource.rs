@@ -60,25 +60,33 @@ pub(crate) async fn scale(
     ct: &str,
     body: &[u8],
 ) -> ApiResult<Response<RespBody>> {
+    // The body is decoded before taking the store's lock.
+    let input = match *m {
+        Method::GET => None,
+        Method::PUT => Some((None, rq::decode_body(ct, body)?)),
+        Method::PATCH => {
+            let kind =
+                PatchKind::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media(ct))?;
+            let p: Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            Some((Some(kind), p))
+        }
+        _ => return Err(ApiError::method_not_supported(ctx.target(name), m.as_str())),
+    };
     let w = {
         let mut st = ctx.shared.lock();
         let old = st
             .get(&ctx.res.key(), &ctx.ns, name)
             .ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
         let current = scale_of(&ctx.res, &ctx.version, &old.value);
-        let desired = match *m {
-            Method::GET => return Ok(rq::json(200, &current)),
-            Method::PUT => rq::decode_body(ct, body)?,
-            Method::PATCH => {
-                let kind = PatchKind::from_content_type(ct)
-                    .ok_or_else(|| ApiError::unsupported_media(ct))?;
-                let p: Value = serde_json::from_slice(body)
-                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+        // A Scale is a few fields: patching it under the lock is cheap.
+        let desired = match input {
+            None => return Ok(rq::json(200, &current)),
+            Some((None, body)) => body,
+            Some((Some(kind), p)) => {
                 let mut s = current.clone();
                 match kind {
-                    PatchKind::Json => {
-                        patch::json_patch(&mut s, &p).map_err(ApiError::bad_request)?
-                    }
+                    PatchKind::Json => crate::api::json_patched(&mut s, p)?,
                     PatchKind::Strategic => {
                         patch::strategic(&mut s, &p).map_err(ApiError::bad_request)?
                     }
@@ -86,7 +94,6 @@ pub(crate) async fn scale(
                 }
                 s
             }
-            _ => return Err(ApiError::method_not_supported(ctx.target(name), m.as_str())),
         };
         if let Some(rv) = desired["metadata"]["resourceVersion"]
             .as_str()
@@ -127,6 +134,40 @@ pub(crate) async fn scale(
     let resp = ctx.finish(w, 200).await?;
     drop(resp);
     Ok(rq::json(200, &out))
+}
+
+/// What a binding does to its pod, as kube's `setPodHostAndAnnotations`:
+/// the node, the binding's annotations, and `PodScheduled=True` (its
+/// `lastTransitionTime` moving only when the status changes).
+fn bind(pod: &mut Value, node: &str, annotations: &Value) {
+    pod["spec"]["nodeName"] = json!(node);
+    if let Some(add) = annotations.as_object().filter(|a| !a.is_empty()) {
+        let meta = &mut pod["metadata"];
+        if !meta["annotations"].is_object() {
+            meta["annotations"] = json!({});
+        }
+        for (k, v) in add {
+            meta["annotations"][k] = v.clone();
+        }
+    }
+    if !pod["status"].is_object() {
+        pod["status"] = json!({});
+    }
+    let conditions = &mut pod["status"]["conditions"];
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    let list = conditions.as_array_mut().expect("made an array above");
+    let now = crate::time::now_rfc3339();
+    match list.iter_mut().find(|c| c["type"] == "PodScheduled") {
+        Some(c) if c["status"] == "True" => {}
+        Some(c) => {
+            *c = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+        }
+        None => list.push(
+            json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}),
+        ),
+    }
 }
 
 pub(crate) async fn binding(
@@ -171,9 +212,32 @@ pub(crate) async fn binding(
             ));
         }
         let mut new = old.value.clone();
-        new["spec"]["nodeName"] = json!(node);
+        bind(&mut new, node, &b["metadata"]["annotations"]);
         write::commit_update(&mut st, &ctx.req(), &old, new)?
     };
     ctx.finish(w, 201).await?;
     Ok(rq::json(201, &crate::status::success(None)))
+}
+
+#[cfg(test)]
+mod bind_tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_binding_schedules_the_pod_as_kube_does() {
+        let mut pod = json!({"metadata": {"name": "p"}, "spec": {},
+            "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}});
+        super::bind(&mut pod, "n1", &json!({"a": "b"}));
+        assert_eq!(pod["spec"]["nodeName"], "n1");
+        assert_eq!(pod["metadata"]["annotations"]["a"], "b");
+        let c = &pod["status"]["conditions"][0];
+        assert_eq!(
+            (c["type"].as_str(), c["status"].as_str()),
+            (Some("PodScheduled"), Some("True"))
+        );
+        assert!(c.get("reason").is_none() && c["lastTransitionTime"].is_string());
+        let mut bare = json!({"metadata": {"name": "p"}, "spec": {}});
+        super::bind(&mut bare, "n2", &serde_json::Value::Null);
+        assert_eq!(bare["status"]["conditions"][0]["status"], "True");
+    }
 }

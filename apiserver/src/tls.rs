@@ -1,7 +1,6 @@
 //! TLS for non-loopback listeners: a CA (kept in the data directory, or made
 //! per run when in memory) and a server certificate signed by it at every start.
 
-use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
@@ -81,28 +80,9 @@ fn load_or_create_ca(dir: Option<&Path>) -> Result<(KeyPair, String), TlsError> 
     std::fs::create_dir_all(dir).map_err(io)?;
     let key = KeyPair::generate()?;
     let cert_pem = ca_params().self_signed(&key)?.pem();
-    write_file(&key_path, key.serialize_pem().as_bytes(), 0o600).map_err(io)?;
-    write_file(&cert_path, cert_pem.as_bytes(), 0o644).map_err(io)?;
+    crate::files::write_atomically(&key_path, key.serialize_pem().as_bytes(), 0o600).map_err(io)?;
+    crate::files::write_atomically(&cert_path, cert_pem.as_bytes(), 0o644).map_err(io)?;
     Ok((key, cert_pem))
-}
-
-/// Writes `path` atomically (temporary file, fsync, rename) with `mode`.
-fn write_file(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(mode);
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-    let mut f = opts.open(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)
 }
 
 /// This machine's host name, if it can be read and is a plausible DNS name.

@@ -164,17 +164,20 @@ pub(crate) fn check_identity(req: &Req<'_>, body: &mut Value) -> ApiResult<()> {
     Ok(())
 }
 
-fn validate_all(req: &Req<'_>, obj: &Value, name: &str) -> ApiResult<()> {
+/// `old` is the stored object an update replaces (`None` on create).
+fn validate_all(req: &Req<'_>, obj: &Value, name: &str, old: Option<&Value>) -> ApiResult<()> {
+    crate::limits::check_stored(&req.res.kind, req.target(name), obj)?;
     let mut errs = validate::name_errors(
         name,
         req.res.plural == "namespaces" && req.res.group.is_empty(),
     );
     errs.extend(validate::metadata_errors(obj));
     errs.extend(validate::kind_errors(&req.res.group, &req.res.plural, obj));
-    if req.res.group == "apiextensions.k8s.io"
-        && let Err(e) = resources::from_crd(obj)
-    {
-        errs.extend(e);
+    if req.res.group == "apiextensions.k8s.io" {
+        if let Err(e) = resources::from_crd(obj) {
+            errs.extend(e);
+        }
+        errs.extend(resources::crd_approval_errors(obj, old));
     }
     if errs.is_empty() {
         Ok(())
@@ -297,7 +300,7 @@ pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult
     }
     crate::defaults::apply(&req.res.group, &req.res.plural, &mut obj);
     admission::mutate(st, req, None, &mut obj)?;
-    validate_all(req, &obj, &name)?;
+    validate_all(req, &obj, &name, None)?;
     check_namespace(st, req, &name)?;
     // Admission names a generated object by its prefix, as upstream does.
     let shown = if generate.is_empty() {
@@ -356,15 +359,16 @@ pub(crate) enum Part {
     Status,
 }
 
-/// Replaces an object (PUT), with the `resourceVersion` precondition.
-pub(crate) fn update(
-    st: &mut State,
+/// The object a PUT of `body` makes of `old`, with the `resourceVersion`
+/// precondition; computed without the store's lock (see `update.rs`).
+pub(crate) fn replacement(
     req: &Req<'_>,
+    old: &Obj,
     name: &str,
     mut body: Value,
     part: Part,
     manager: Option<(&str, &str)>,
-) -> ApiResult<Written> {
+) -> ApiResult<Value> {
     check_identity(req, &mut body)?;
     let body_name = object::name(&body);
     if body_name.is_empty() {
@@ -374,9 +378,6 @@ pub(crate) fn update(
             "the name of the object ({body_name}) does not match the name on the URL ({name})"
         )));
     }
-    let old = st
-        .get(&req.res.key(), req.ns, name)
-        .ok_or_else(|| ApiError::not_found(req.target(name)))?;
     if let Some(rv) = body["metadata"]["resourceVersion"]
         .as_str()
         .filter(|s| !s.is_empty())
@@ -388,7 +389,7 @@ pub(crate) fn update(
     if let Some((manager, api_version)) = manager {
         crate::ssa::record_update(&old.value, &mut new, manager, api_version);
     }
-    commit_update(st, req, &old, new)
+    Ok(new)
 }
 
 /// Combines an incoming object with the stored one according to `part`, and
@@ -476,7 +477,7 @@ pub(crate) fn commit_update(
     let name = object::name(&old.value).to_owned();
     crate::defaults::apply(&req.res.group, &req.res.plural, &mut new);
     admission::mutate(st, req, Some(&old.value), &mut new)?;
-    validate_all(req, &new, &name)?;
+    validate_all(req, &new, &name, Some(&old.value))?;
     if object::is_deleting(&old.value) {
         let added: Vec<String> = object::finalizers(&new)
             .into_iter()

@@ -111,8 +111,10 @@ async fn https_get(
 fn plain_http(addr: SocketAddr) -> Vec<u8> {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /api HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
+    s.write_all(
+        format!("GET /api HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
     out

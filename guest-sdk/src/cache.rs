@@ -38,3 +38,43 @@ pub fn list(
         crate::testing::context::cache_list(kind, namespace, label_selector)
     }
 }
+
+/// The summaries (see [`IndexEntry`](crate::IndexEntry)) of the objects of
+/// an indexed `kind` filed under `key`, ordered by namespace then name.
+pub fn lookup(kind: &KindRef, key: &str) -> Result<Vec<Vec<u8>>, Error> {
+    #[cfg(target_arch = "wasm32")]
+    {
+        crate::wasm::cache_lookup(kind, key)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        crate::testing::context::cache_lookup(kind, key)
+    }
+}
+
+/// The objects of an indexed `kind` filed under `key`, ordered by namespace
+/// then name.
+pub fn lookup_objects(kind: &KindRef, key: &str) -> Result<Vec<Object>, Error> {
+    #[cfg(target_arch = "wasm32")]
+    {
+        crate::wasm::cache_lookup_objects(kind, key)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        crate::testing::context::cache_lookup_objects(kind, key)
+    }
+}
+
+/// For each of `keys`, the sums of the amounts of the objects of an indexed
+/// `kind` filed under it. Each answer is as long as the longest amounts list
+/// filed under its key (empty if nothing is); read a missing position as 0.
+pub fn totals(kind: &KindRef, keys: &[&str]) -> Result<Vec<Vec<i64>>, Error> {
+    #[cfg(target_arch = "wasm32")]
+    {
+        crate::wasm::cache_totals(kind, keys)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        crate::testing::context::cache_totals(kind, keys)
+    }
+}

@@ -2,7 +2,7 @@
 //!
 //! A plugin is a type implementing [`Controller`], exported with
 //! [`export!`]. Built for `wasm32-wasip2` it becomes a WebAssembly component
-//! of the world `windlass:controller/controller@0.1.0`; built natively it is
+//! of the world `windlass:controller/controller@0.2.0`; built natively it is
 //! an ordinary library that [`testing::Harness`] runs under `cargo test`
 //! against a fake cache loaded from YAML.
 //!
@@ -71,6 +71,8 @@ extern crate self as windlass_sdk;
 mod alloc;
 pub mod cache;
 mod error;
+mod index;
+pub mod instance;
 pub mod log;
 mod manifest;
 mod object;
@@ -79,6 +81,7 @@ mod refs;
 mod request;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
+mod time;
 #[cfg(feature = "k8s-openapi")]
 mod typed;
 #[cfg(target_arch = "wasm32")]
@@ -91,18 +94,27 @@ mod wasm;
 static ALLOCATOR: alloc::SizeClasses = alloc::SizeClasses::new();
 
 pub use error::Error;
-pub use manifest::{Manifest, Watch};
+pub use index::IndexEntry;
+pub use manifest::{Grant, Manifest, Watch};
 pub use object::{Object, OwnerRef};
-pub use outcome::{Event, EventType, Outcome, Write};
+pub use outcome::{DeleteOptions, Event, EventType, Outcome, Propagation, Write};
 pub use refs::{KindRef, ObjectRef};
-pub use request::Request;
+pub use request::{Request, WriteFailure};
 pub use serde_json::{self, Value, json};
+pub use time::Time;
 
 /// A controller: the plugin's logic, as associated functions (a plugin keeps
 /// no state between calls; the host may use a fresh instance for each).
 pub trait Controller {
-    /// Describes the plugin. Called once per load; must not fail.
+    /// Describes the plugin. Called once per load.
     fn manifest() -> Manifest;
+
+    /// Describes the plugin, or refuses to load (the host reports the
+    /// message): override it to check [`instance::settings`] or shape the
+    /// manifest from them. The default returns [`Controller::manifest`].
+    fn try_manifest() -> Result<Manifest, Error> {
+        Ok(Self::manifest())
+    }
 
     /// Drives the world toward the desired state for `req.key`, returning the
     /// writes that get it there. Depend only on `req` and the cache: the host
@@ -123,6 +135,15 @@ pub trait Controller {
         let _ = changed;
         Vec::new()
     }
+
+    /// Files an object of an [indexed](Watch::indexed) watch: the keys it is
+    /// found under with [`cache::lookup`], the amounts [`cache::totals`]
+    /// adds up, and a compact summary. `None` leaves it out of the index.
+    /// Must be a pure function of the object. The default files nothing.
+    fn index(object: &Object) -> Option<IndexEntry> {
+        let _ = object;
+        None
+    }
 }
 
 /// Exports a [`Controller`] as the plugin's component exports.
@@ -135,7 +156,10 @@ pub trait Controller {
 macro_rules! export {
     ($ty:ident) => {
         impl $crate::__private::bindings::Guest for $ty {
-            fn manifest() -> $crate::__private::bindings::Manifest {
+            fn manifest() -> ::core::result::Result<
+                $crate::__private::bindings::Manifest,
+                $crate::__private::String,
+            > {
                 $crate::__private::manifest::<$ty>()
             }
             fn reconcile(
@@ -158,6 +182,11 @@ macro_rules! export {
                 changed: $crate::__private::bindings::Json,
             ) -> $crate::__private::Vec<$crate::__private::bindings::ObjectRef> {
                 $crate::__private::map::<$ty>(changed)
+            }
+            fn index(
+                object: $crate::__private::bindings::Json,
+            ) -> ::core::option::Option<$crate::__private::bindings::IndexEntry> {
+                $crate::__private::index::<$ty>(object)
             }
         }
         $crate::__export_controller_impl!($ty with_types_in $crate::__private::bindings);
@@ -184,7 +213,8 @@ macro_rules! export {
 #[doc(hidden)]
 #[cfg(target_arch = "wasm32")]
 pub mod __private {
-    pub use crate::wasm::{bindings, finalize, manifest, map, reconcile};
+    pub use crate::wasm::{bindings, finalize, index, manifest, map, reconcile};
+    pub use std::string::String;
     pub use std::vec::Vec;
     pub use wit_bindgen;
 }

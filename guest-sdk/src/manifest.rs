@@ -21,6 +21,11 @@ pub struct Watch {
     pub label_selector: Option<String>,
     /// A field selector, e.g. `spec.nodeName=node-1`.
     pub field_selector: Option<String>,
+    /// Whether the host files this watch's objects with
+    /// [`Controller::index`](crate::Controller::index), for
+    /// [`cache::lookup`](crate::cache::lookup) and friends. For an indexed
+    /// `reads` watch, `map` runs only when an object's index entry changes.
+    pub indexed: bool,
 }
 
 impl Watch {
@@ -31,6 +36,7 @@ impl Watch {
             namespace: None,
             label_selector: None,
             field_selector: None,
+            indexed: false,
         }
     }
 
@@ -51,12 +57,73 @@ impl Watch {
         self.field_selector = Some(selector.to_owned());
         self
     }
+
+    /// Files every object with [`Controller::index`](crate::Controller::index)
+    /// (see [`Watch::indexed`]).
+    pub fn indexed(mut self) -> Self {
+        self.indexed = true;
+        self
+    }
+
+    /// Whether this watch covers `namespace` (`None`: a cluster-scoped object).
+    pub fn covers(&self, namespace: Option<&str>) -> bool {
+        match (&self.namespace, namespace) {
+            (None, _) => true,
+            (Some(mine), Some(ns)) => mine == ns,
+            (Some(_), None) => false,
+        }
+    }
+}
+
+/// Permission to write a kind the plugin does not reconcile or own, e.g.
+/// Leases, or the `binding` subresource of Pods.
+///
+/// ```
+/// use windlass_sdk::Grant;
+/// let bind = Grant::kind("v1", "Pod").subresource("binding");
+/// let leases = Grant::kind("coordination.k8s.io/v1", "Lease").namespace("kube-node-lease");
+/// assert_eq!(bind.subresource.as_deref(), Some("binding"));
+/// assert_eq!(leases.namespace.as_deref(), Some("kube-node-lease"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// The kind written.
+    pub kind: KindRef,
+    /// Only in this namespace; none means every namespace.
+    pub namespace: Option<String>,
+    /// A subresource written instead of the object itself (`binding`,
+    /// `eviction`); `status` needs no grant of its own.
+    pub subresource: Option<String>,
+}
+
+impl Grant {
+    /// Writing objects of a kind, in every namespace.
+    pub fn kind(api_version: &str, kind: &str) -> Self {
+        Self {
+            kind: KindRef::new(api_version, kind),
+            namespace: None,
+            subresource: None,
+        }
+    }
+
+    /// Only in `namespace`.
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = Some(namespace.to_owned());
+        self
+    }
+
+    /// A subresource of the kind instead of the objects themselves.
+    pub fn subresource(mut self, subresource: &str) -> Self {
+        self.subresource = Some(subresource.to_owned());
+        self
+    }
 }
 
 /// What a plugin is and what it touches; the host enforces it.
 ///
 /// A plugin may read only kinds in `reconciles`, `owns` or `reads`, and write
-/// only kinds in `reconciles` or `owns`.
+/// only kinds in `reconciles`, `owns` or `writes`, each only in the namespace
+/// that entry names (every namespace if it names none).
 ///
 /// ```
 /// use std::time::Duration;
@@ -81,6 +148,8 @@ pub struct Manifest {
     pub owns: Vec<Watch>,
     /// Other kinds readable through [`crate::cache`].
     pub reads: Vec<Watch>,
+    /// Kinds and subresources written without being watched.
+    pub writes: Vec<Grant>,
     /// Re-reconcile every primary object this often, even without events.
     pub resync_seconds: Option<u32>,
     /// A finalizer the host adds to primary objects; see `Controller::finalize`.
@@ -98,6 +167,7 @@ impl Manifest {
             reconciles,
             owns: Vec::new(),
             reads: Vec::new(),
+            writes: Vec::new(),
             resync_seconds: None,
             finalizer: None,
             max_concurrency: 1,
@@ -119,6 +189,12 @@ impl Manifest {
     /// Adds a kind this plugin reads from the cache.
     pub fn reads(mut self, watch: Watch) -> Self {
         self.reads.push(watch);
+        self
+    }
+
+    /// Adds a kind (or subresource) this plugin writes without watching it.
+    pub fn writes(mut self, grant: Grant) -> Self {
+        self.writes.push(grant);
         self
     }
 
@@ -146,10 +222,48 @@ impl Manifest {
         is(&self.reconciles) || self.owns.iter().any(is) || self.reads.iter().any(is)
     }
 
-    /// Whether the manifest lets the plugin write this kind.
+    /// Whether the manifest lets the plugin write this kind (somewhere).
     pub fn may_write(&self, api_version: &str, kind: &str) -> bool {
         let is = |w: &Watch| w.kind.is(api_version, kind);
-        is(&self.reconciles) || self.owns.iter().any(is)
+        is(&self.reconciles)
+            || self.owns.iter().any(is)
+            || self
+                .writes
+                .iter()
+                .any(|g| g.kind.is(api_version, kind) && g.subresource.is_none())
+    }
+
+    /// Whether the manifest lets the plugin write this kind in `namespace`
+    /// (`None`: a cluster-scoped object), or its `subresource`. The rule the
+    /// host enforces: a `reconciles`, `owns` or `writes` entry of the kind
+    /// must cover the namespace; `status` goes with the object; any other
+    /// subresource needs a `writes` grant naming it.
+    pub fn may_write_in(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        subresource: Option<&str>,
+    ) -> bool {
+        let object = |w: &Watch| w.kind.is(api_version, kind) && w.covers(namespace);
+        let granted = |g: &Grant, sub: Option<&str>| {
+            g.kind.is(api_version, kind)
+                && g.subresource.as_deref() == sub
+                && match (&g.namespace, namespace) {
+                    (None, _) => true,
+                    (Some(mine), Some(ns)) => mine == ns,
+                    (Some(_), None) => false,
+                }
+        };
+        match subresource {
+            None | Some("status") => {
+                object(&self.reconciles)
+                    || self.owns.iter().any(object)
+                    || self.writes.iter().any(|g| granted(g, None))
+                    || self.writes.iter().any(|g| granted(g, subresource))
+            }
+            Some(sub) => self.writes.iter().any(|g| granted(g, Some(sub))),
+        }
     }
 
     /// Whether this kind is one of the `owns` kinds.

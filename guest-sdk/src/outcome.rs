@@ -12,21 +12,41 @@ use crate::{Object, ObjectRef};
 pub enum Write {
     /// Create if absent (by name, or a new object if it only has
     /// `metadata.generateName`), else converge the given fields onto the live
-    /// object. Objects of `owns` kinds get a controller owner reference.
+    /// object. Objects of `owns` kinds get a controller owner reference. A
+    /// kind the plugin only writes (not cached) is applied with server-side
+    /// apply.
     Apply(Object),
     /// Replace the whole object; must carry `metadata.resourceVersion`.
     Replace(Object),
     /// Replace the object's status; should carry `metadata.resourceVersion`.
     UpdateStatus(Object),
-    /// A JSON merge patch (RFC 7386) against one object.
+    /// A JSON merge patch (RFC 7386) against one object, or its status.
     MergePatch {
         /// The object patched.
         target: ObjectRef,
+        /// `status` to patch the status subresource; none for the object.
+        subresource: Option<String>,
         /// The patch.
         patch: Value,
     },
     /// Delete one object.
-    Delete(ObjectRef),
+    Delete {
+        /// The object deleted.
+        target: ObjectRef,
+        /// Grace period, preconditions, propagation.
+        options: DeleteOptions,
+    },
+    /// Create `body` at a subresource of `target`: a `v1` `Binding` at
+    /// `binding`, a `policy/v1` `Eviction` at `eviction`. Needs a
+    /// [`Grant`](crate::Grant) for the subresource.
+    CreateSubresource {
+        /// The object whose subresource is written.
+        target: ObjectRef,
+        /// The subresource, e.g. `binding`.
+        subresource: String,
+        /// What is created there.
+        body: Object,
+    },
 }
 
 impl Write {
@@ -35,7 +55,9 @@ impl Write {
     pub fn target(&self) -> ObjectRef {
         match self {
             Write::Apply(o) | Write::Replace(o) | Write::UpdateStatus(o) => o.object_ref(),
-            Write::MergePatch { target, .. } | Write::Delete(target) => target.clone(),
+            Write::MergePatch { target, .. }
+            | Write::Delete { target, .. }
+            | Write::CreateSubresource { target, .. } => target.clone(),
         }
     }
 
@@ -45,10 +67,104 @@ impl Write {
             Write::Apply(o) | Write::Replace(o) | Write::UpdateStatus(o) => {
                 (o.api_version(), o.kind())
             }
-            Write::MergePatch { target, .. } | Write::Delete(target) => {
-                (&target.api_version, &target.kind)
-            }
+            Write::MergePatch { target, .. }
+            | Write::Delete { target, .. }
+            | Write::CreateSubresource { target, .. } => (&target.api_version, &target.kind),
         }
+    }
+
+    /// The subresource written, if any (`status` for status writes).
+    pub fn subresource(&self) -> Option<&str> {
+        match self {
+            Write::UpdateStatus(_) => Some("status"),
+            Write::MergePatch { subresource, .. } => subresource.as_deref(),
+            Write::CreateSubresource { subresource, .. } => Some(subresource),
+            _ => None,
+        }
+    }
+
+    /// The write's verb, as the host prints it.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Write::Apply(_) => "apply",
+            Write::Replace(_) => "replace",
+            Write::UpdateStatus(_) => "updateStatus",
+            Write::MergePatch { .. } => "mergePatch",
+            Write::Delete { .. } => "delete",
+            Write::CreateSubresource { .. } => "createSubresource",
+        }
+    }
+}
+
+/// How a delete propagates to the object's dependents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// Delete now; dependents are collected in the background (the default).
+    Background,
+    /// Delete dependents that block their owner's deletion first.
+    Foreground,
+    /// Leave dependents, removing their owner references.
+    Orphan,
+}
+
+impl Propagation {
+    /// The name Kubernetes uses: `Background`, `Foreground` or `Orphan`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Propagation::Background => "Background",
+            Propagation::Foreground => "Foreground",
+            Propagation::Orphan => "Orphan",
+        }
+    }
+}
+
+/// Options of a delete, as Kubernetes `DeleteOptions`.
+///
+/// ```
+/// use windlass_sdk::DeleteOptions;
+/// let now = DeleteOptions::new().grace_period_seconds(0).uid("4f9a");
+/// assert_eq!(now.grace_period_seconds, Some(0));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeleteOptions {
+    /// Seconds before the object is removed (pods); 0 removes it at once.
+    pub grace_period_seconds: Option<i64>,
+    /// Only if the object still has this uid.
+    pub uid: Option<String>,
+    /// Only if the object is still at this resourceVersion.
+    pub resource_version: Option<String>,
+    /// Background unless set.
+    pub propagation: Option<Propagation>,
+}
+
+impl DeleteOptions {
+    /// No options: background propagation, the object's own grace period.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the grace period.
+    pub fn grace_period_seconds(mut self, seconds: i64) -> Self {
+        self.grace_period_seconds = Some(seconds);
+        self
+    }
+
+    /// Only if the object still has `uid`.
+    pub fn uid(mut self, uid: &str) -> Self {
+        self.uid = Some(uid.to_owned());
+        self
+    }
+
+    /// Only if the object is still at `resource_version`.
+    pub fn resource_version(mut self, resource_version: &str) -> Self {
+        self.resource_version = Some(resource_version.to_owned());
+        self
+    }
+
+    /// Sets the propagation policy.
+    pub fn propagation(mut self, propagation: Propagation) -> Self {
+        self.propagation = Some(propagation);
+        self
     }
 }
 
@@ -157,12 +273,85 @@ impl Outcome {
 
     /// Adds a JSON merge patch against `target`.
     pub fn merge_patch(self, target: ObjectRef, patch: Value) -> Self {
-        self.write(Write::MergePatch { target, patch })
+        self.write(Write::MergePatch {
+            target,
+            subresource: None,
+            patch,
+        })
     }
 
-    /// Adds a delete.
+    /// Adds a JSON merge patch of `target`'s status subresource; `patch` is
+    /// the whole patch, e.g. `{"status": {"phase": "Running"}}`.
+    pub fn patch_status(self, target: ObjectRef, patch: Value) -> Self {
+        self.write(Write::MergePatch {
+            target,
+            subresource: Some("status".to_owned()),
+            patch,
+        })
+    }
+
+    /// Adds a delete (background propagation, the object's own grace period).
     pub fn delete(self, target: ObjectRef) -> Self {
-        self.write(Write::Delete(target))
+        self.delete_with(target, DeleteOptions::new())
+    }
+
+    /// Adds a delete with options.
+    pub fn delete_with(self, target: ObjectRef, options: DeleteOptions) -> Self {
+        self.write(Write::Delete { target, options })
+    }
+
+    /// Adds a create at a subresource of `target` (see [`Write::CreateSubresource`]).
+    pub fn create_subresource(self, target: ObjectRef, subresource: &str, body: Object) -> Self {
+        self.write(Write::CreateSubresource {
+            target,
+            subresource: subresource.to_owned(),
+            body,
+        })
+    }
+
+    /// Binds the pod `pod` to the node `node`, as the scheduler does: a `v1`
+    /// `Binding` at `pods/<name>/binding` (needs
+    /// `Grant::kind("v1", "Pod").subresource("binding")`).
+    pub fn bind(self, pod: &ObjectRef, node: &str) -> Self {
+        let mut body = Object::new("v1", "Binding").with_name(&pod.name);
+        if let Some(ns) = &pod.namespace {
+            body = body.with_namespace(ns);
+        }
+        let body = body.with(
+            "target",
+            serde_json::json!({"apiVersion": "v1", "kind": "Node", "name": node}),
+        );
+        self.create_subresource(pod.clone(), "binding", body)
+    }
+
+    /// Evicts the pod `pod` through `pods/<name>/eviction`, which honours
+    /// PodDisruptionBudgets (needs `Grant::kind("v1", "Pod").subresource("eviction")`).
+    pub fn evict(self, pod: &ObjectRef, options: DeleteOptions) -> Self {
+        let mut body = Object::new("policy/v1", "Eviction").with_name(&pod.name);
+        if let Some(ns) = &pod.namespace {
+            body = body.with_namespace(ns);
+        }
+        let mut opts = serde_json::Map::new();
+        if let Some(g) = options.grace_period_seconds {
+            opts.insert("gracePeriodSeconds".into(), g.into());
+        }
+        let mut pre = serde_json::Map::new();
+        if let Some(uid) = &options.uid {
+            pre.insert("uid".into(), uid.as_str().into());
+        }
+        if let Some(rv) = &options.resource_version {
+            pre.insert("resourceVersion".into(), rv.as_str().into());
+        }
+        if !pre.is_empty() {
+            opts.insert("preconditions".into(), Value::Object(pre));
+        }
+        if let Some(p) = options.propagation {
+            opts.insert("propagationPolicy".into(), p.as_str().into());
+        }
+        if !opts.is_empty() {
+            body.set("deleteOptions", Value::Object(opts));
+        }
+        self.create_subresource(pod.clone(), "eviction", body)
     }
 
     /// Declarative mode: owned children not applied here are deleted.
@@ -202,7 +391,7 @@ impl Outcome {
     /// The targets of every `delete` write.
     pub fn deletes(&self) -> impl Iterator<Item = &ObjectRef> {
         self.writes.iter().filter_map(|w| match w {
-            Write::Delete(r) => Some(r),
+            Write::Delete { target, .. } => Some(target),
             _ => None,
         })
     }

@@ -1,6 +1,6 @@
 //! `Request`: the snapshot one reconcile looks at.
 
-use crate::{Object, ObjectRef};
+use crate::{Object, ObjectRef, Time};
 
 /// One reconcile: the current state of `key` and its owned children.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,16 +14,37 @@ pub struct Request {
     pub owned: Vec<Object>,
     /// 0 on a first try; n after n failed attempts in a row.
     pub attempt: u32,
+    /// The host's clock when it built this request: the plugin's only clock.
+    pub now: Time,
+    /// When the previous attempt for this key failed on a write (a create
+    /// refused by a quota, say), which write and why.
+    pub last_failure: Option<WriteFailure>,
+}
+
+/// Why a write of the previous attempt failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteFailure {
+    /// The position of the failed write in that attempt's outcome.
+    pub write: u32,
+    /// The HTTP status code the API server answered, e.g. 403.
+    pub code: u16,
+    /// The `reason` of the server's `Status`, e.g. `Forbidden`.
+    pub reason: String,
+    /// The server's message.
+    pub message: String,
 }
 
 impl Request {
-    /// A first-attempt request for `key` with no owned objects.
+    /// A first-attempt request for `key` with no owned objects, at the Unix
+    /// epoch.
     pub fn new(key: ObjectRef, object: Option<Object>) -> Self {
         Self {
             key,
             object,
             owned: Vec::new(),
             attempt: 0,
+            now: Time::UNIX_EPOCH,
+            last_failure: None,
         }
     }
 

@@ -2,14 +2,15 @@
 //! plain Rust types. Plugin crates reach this only through `export!`.
 #![allow(unsafe_code)] // wit-bindgen's generated code and export glue are `unsafe`.
 
-use crate::{Controller, Error, Event, EventType, KindRef, Manifest, Object, ObjectRef};
-use crate::{Outcome, Request, Watch, Write};
+use crate::WriteFailure;
+use crate::{Controller, DeleteOptions, Error, Event, EventType, Grant, IndexEntry, KindRef};
+use crate::{Manifest, Object, ObjectRef, Outcome, Propagation, Request, Time, Watch, Write};
 
-/// Everything wit-bindgen generates for `windlass:controller/controller@0.1.0`.
+/// Everything wit-bindgen generates for `windlass:controller/controller@0.2.0`.
 #[allow(clippy::too_many_arguments)] // generated ABI glue
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit/controller@0.1.0",
+        path: "../wit/controller@0.2.0",
         world: "controller",
         pub_export_macro: true,
         export_macro_name: "export_world",
@@ -18,7 +19,9 @@ pub mod bindings {
     });
 }
 
-use bindings::windlass::controller::{cache as wit_cache, log as wit_log, types as wit};
+use bindings::windlass::controller::{
+    cache as wit_cache, instance as wit_instance, log as wit_log, types as wit,
+};
 
 // ---- SDK -> WIT ------------------------------------------------------------
 
@@ -44,6 +47,15 @@ fn watch_to_wit(w: Watch) -> wit::Watch {
         namespace: w.namespace,
         label_selector: w.label_selector,
         field_selector: w.field_selector,
+        indexed: w.indexed,
+    }
+}
+
+fn grant_to_wit(g: Grant) -> wit::Grant {
+    wit::Grant {
+        kind: kind_to_wit(g.kind),
+        namespace: g.namespace,
+        subresource: g.subresource,
     }
 }
 
@@ -54,6 +66,7 @@ fn manifest_to_wit(m: Manifest) -> wit::Manifest {
         reconciles: watch_to_wit(m.reconciles),
         owns: m.owns.into_iter().map(watch_to_wit).collect(),
         reads: m.reads.into_iter().map(watch_to_wit).collect(),
+        writes: m.writes.into_iter().map(grant_to_wit).collect(),
         resync_seconds: m.resync_seconds,
         finalizer: m.finalizer,
         max_concurrency: m.max_concurrency.max(1),
@@ -65,11 +78,49 @@ fn write_to_wit(w: Write) -> wit::Write {
         Write::Apply(o) => wit::Write::Apply(o.into_json()),
         Write::Replace(o) => wit::Write::Replace(o.into_json()),
         Write::UpdateStatus(o) => wit::Write::UpdateStatus(o.into_json()),
-        Write::MergePatch { target, patch } => wit::Write::MergePatch(wit::Patch {
+        Write::MergePatch {
+            target,
+            subresource,
+            patch,
+        } => wit::Write::MergePatch(wit::Patch {
             target: ref_to_wit(target),
+            subresource,
             patch: patch.to_string(),
         }),
-        Write::Delete(r) => wit::Write::Delete(ref_to_wit(r)),
+        Write::Delete { target, options } => wit::Write::Delete(wit::Delete {
+            target: ref_to_wit(target),
+            options: options_to_wit(options),
+        }),
+        Write::CreateSubresource {
+            target,
+            subresource,
+            body,
+        } => wit::Write::CreateSubresource(wit::SubresourceCreate {
+            target: ref_to_wit(target),
+            subresource,
+            body: body.into_json(),
+        }),
+    }
+}
+
+fn options_to_wit(o: DeleteOptions) -> wit::DeleteOptions {
+    wit::DeleteOptions {
+        grace_period_seconds: o.grace_period_seconds,
+        uid: o.uid,
+        resource_version: o.resource_version,
+        propagation: o.propagation.map(|p| match p {
+            Propagation::Background => wit::Propagation::Background,
+            Propagation::Foreground => wit::Propagation::Foreground,
+            Propagation::Orphan => wit::Propagation::Orphan,
+        }),
+    }
+}
+
+fn entry_to_wit(e: IndexEntry) -> wit::IndexEntry {
+    wit::IndexEntry {
+        keys: e.keys,
+        amounts: e.amounts,
+        summary: e.summary,
     }
 }
 
@@ -127,14 +178,23 @@ fn request_from_wit(req: wit::Request) -> Result<Request, Error> {
         object,
         owned,
         attempt: req.attempt,
+        now: Time::from_millis(i64::try_from(req.now_ms).unwrap_or(i64::MAX)),
+        last_failure: req.last_failure.map(|f| WriteFailure {
+            write: f.write,
+            code: f.code,
+            reason: f.reason,
+            message: f.message,
+        }),
     })
 }
 
 // ---- the exports, generic over the plugin's `Controller` ---------------------
 
 /// `manifest` export.
-pub fn manifest<C: Controller>() -> wit::Manifest {
-    manifest_to_wit(C::manifest())
+pub fn manifest<C: Controller>() -> Result<wit::Manifest, String> {
+    C::try_manifest()
+        .map(manifest_to_wit)
+        .map_err(|e| e.message)
 }
 
 /// `reconcile` export.
@@ -161,6 +221,12 @@ pub fn map<C: Controller>(changed: String) -> Vec<wit::ObjectRef> {
     }
 }
 
+/// `index` export. Unparseable input is filed nowhere.
+pub fn index<C: Controller>(object: String) -> Option<wit::IndexEntry> {
+    let obj = Object::from_json_lazy(object).ok()?;
+    C::index(&obj).map(entry_to_wit)
+}
+
 // ---- imports -------------------------------------------------------------------
 
 pub(crate) fn cache_get(r: &ObjectRef) -> Result<Option<Object>, Error> {
@@ -174,9 +240,9 @@ pub(crate) fn cache_get(r: &ObjectRef) -> Result<Option<Object>, Error> {
 
 fn cache_error(e: wit_cache::CacheError) -> Error {
     match e {
-        wit_cache::CacheError::Undeclared(m) | wit_cache::CacheError::InvalidSelector(m) => {
-            Error::permanent(m)
-        }
+        wit_cache::CacheError::Undeclared(m)
+        | wit_cache::CacheError::InvalidSelector(m)
+        | wit_cache::CacheError::Invalid(m) => Error::permanent(m),
     }
 }
 
@@ -190,6 +256,29 @@ pub(crate) fn cache_list(
         Ok(items) => items.into_iter().map(Object::from_json_lazy).collect(),
         Err(e) => Err(cache_error(e)),
     }
+}
+
+pub(crate) fn cache_lookup(kind: &KindRef, key: &str) -> Result<Vec<Vec<u8>>, Error> {
+    let kind = kind_to_wit(kind.clone());
+    wit_cache::lookup(&kind, key).map_err(cache_error)
+}
+
+pub(crate) fn cache_lookup_objects(kind: &KindRef, key: &str) -> Result<Vec<Object>, Error> {
+    let kind = kind_to_wit(kind.clone());
+    match wit_cache::lookup_objects(&kind, key) {
+        Ok(items) => items.into_iter().map(Object::from_json_lazy).collect(),
+        Err(e) => Err(cache_error(e)),
+    }
+}
+
+pub(crate) fn cache_totals(kind: &KindRef, keys: &[&str]) -> Result<Vec<Vec<i64>>, Error> {
+    let kind = kind_to_wit(kind.clone());
+    let keys: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
+    wit_cache::totals(&kind, &keys).map_err(cache_error)
+}
+
+pub(crate) fn settings() -> Option<String> {
+    wit_instance::settings()
 }
 
 pub(crate) fn log(level: crate::log::Level, message: &str) {

@@ -512,6 +512,7 @@ async fn sync_windlass(kubeconfig: &str) -> SyncResult {
             namespace: None,
             label_selector: None,
             field_selector: None,
+            indexed: false,
         })
         .await
         .expect("informer");
@@ -711,6 +712,7 @@ impl Observer {
                 namespace: Some("default".into()),
                 label_selector: None,
                 field_selector: None,
+                indexed: false,
             })
             .await
             .expect("ReplicaSet informer");

@@ -244,6 +244,11 @@ pub async fn metrics(host: &Host) -> String {
         "windlass_informer_errors",
         "List and watch failures, by informer",
     );
+    let skipped = counter(
+        &mut r,
+        "windlass_informer_skipped_objects",
+        "Objects skipped because they could not be parsed or were too large, by informer",
+    );
     let objects = gauge(
         &mut r,
         "windlass_cache_objects",
@@ -264,6 +269,7 @@ pub async fn metrics(host: &Host) -> String {
             .inc_by(s.watch_restarts.load(Relaxed));
         events.get_or_create(&l).inc_by(s.events.load(Relaxed));
         errors.get_or_create(&l).inc_by(s.errors.load(Relaxed));
+        skipped.get_or_create(&l).inc_by(s.skipped.load(Relaxed));
         let (n, b) = informer.cache().read(|s| (s.len(), s.bytes()));
         objects.get_or_create(&l).set(n as i64);
         bytes.get_or_create(&l).set(b as i64);

@@ -37,7 +37,12 @@ impl ApiResource {
     pub fn collection_path(&self, namespace: Option<&str>) -> String {
         match namespace {
             Some(ns) if self.namespaced => {
-                format!("{}/namespaces/{ns}/{}", self.prefix(), self.plural)
+                format!(
+                    "{}/namespaces/{}/{}",
+                    self.prefix(),
+                    segment(ns),
+                    self.plural
+                )
             }
             _ => format!("{}/{}", self.prefix(), self.plural),
         }
@@ -45,12 +50,37 @@ impl ApiResource {
 
     /// One object.
     pub fn object_path(&self, namespace: Option<&str>, name: &str) -> String {
-        format!("{}/{name}", self.collection_path(namespace))
+        format!("{}/{}", self.collection_path(namespace), segment(name))
+    }
+
+    /// A subresource of one object, e.g. `.../pods/web-1/binding`.
+    pub fn subresource_path(&self, namespace: Option<&str>, name: &str, sub: &str) -> String {
+        format!("{}/{}", self.object_path(namespace, name), segment(sub))
     }
 
     pub fn kind_ref(&self) -> KindRef {
         KindRef::new(&self.api_version, &self.kind)
     }
+}
+
+/// `s` as one path segment: the characters that would end or restructure
+/// it (`/ ? # %`, spaces, controls, anything outside ASCII) percent-encoded.
+/// Names are validated before they get here; this is the second wall.
+pub fn segment(s: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_byte =
+        |b: u8| !b.is_ascii_graphic() || matches!(b, b'/' | b'?' | b'#' | b'%' | b'\\');
+    if !s.bytes().any(unsafe_byte) {
+        return s.into();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for b in s.bytes() {
+        if unsafe_byte(b) {
+            out.push_str(&format!("%{b:02X}"));
+        } else {
+            out.push(b as char);
+        }
+    }
+    out.into()
 }
 
 /// Why a kind could not be resolved.
@@ -136,6 +166,14 @@ impl Discovery {
             return Ok(found);
         }
         let api_version = &kind.api_version;
+        // Manifests and writes are validated, so this is a group/version;
+        // the check here keeps any other caller from reaching another URL.
+        if let Err(message) = windlass_selector::names::api_version(api_version) {
+            return Err(DiscoveryError::Malformed {
+                api_version: api_version.clone(),
+                message,
+            });
+        }
         let path = if api_version.contains('/') {
             format!("/apis/{api_version}")
         } else {
@@ -198,5 +236,9 @@ mod tests {
             has_status: true,
         };
         assert_eq!(node.object_path(Some("ignored"), "n1"), "/api/v1/nodes/n1");
+        assert_eq!(
+            rs.object_path(Some("a/b"), "x?y=z#w"),
+            "/apis/apps/v1/namespaces/a%2Fb/replicasets/x%3Fy=z%23w"
+        );
     }
 }

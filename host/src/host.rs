@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use crate::client::ApiClient;
 use crate::controller::{Controller, StatsSnapshot};
@@ -46,6 +47,8 @@ pub struct PluginStatus {
     pub name: Option<String>,
     pub version: Option<String>,
     pub digest: Option<String>,
+    /// The contract version the plugin was built against, e.g. `0.2.0`.
+    pub contract: Option<String>,
     pub reconciles: Option<String>,
     pub synced: bool,
     pub queue_ready: usize,
@@ -142,9 +145,21 @@ impl Host {
     /// that fails leaves any running version in place; the error is kept
     /// for `/plugins` and returned.
     pub async fn load_file(&self, path: &Path) -> anyhow::Result<String> {
+        self.load_file_with(path, None).await
+    }
+
+    /// [`Host::load_file`] for an instance with these settings (the text of
+    /// a JSON object, which the plugin reads through its `instance` import).
+    pub async fn load_file_with(
+        &self,
+        path: &Path,
+        settings: Option<String>,
+    ) -> anyhow::Result<String> {
         let runtime = self.runtime.clone();
         let file = path.to_path_buf();
-        let loaded = tokio::task::spawn_blocking(move || runtime.load_file(&file)).await?;
+        let loaded =
+            tokio::task::spawn_blocking(move || runtime.load_file_with(&file, settings.as_deref()))
+                .await?;
         let plugin = match loaded {
             Ok(plugin) => plugin,
             Err(e) => {
@@ -180,16 +195,33 @@ impl Host {
         let _changing = self.changing.lock().await;
         let old = {
             let mut controllers = self.controllers.lock().await;
+            if let Some(finalizer) = &plugin.manifest().finalizer
+                && let Some((other, (other_path, _))) = controllers.iter().find(|(n, (_, slot))| {
+                    **n != name && slot.plugin().manifest().finalizer.as_ref() == Some(finalizer)
+                })
+            {
+                anyhow::bail!(
+                    "{}: finalizer {finalizer:?} is already used by plugin {other:?} (from {}); each plugin needs its own",
+                    path.display(),
+                    other_path.display()
+                );
+            }
             if let Some((old_path, slot)) = controllers.get(&name) {
-                if old_path != path {
+                // A file renamed (or moved by a directory swap) takes its
+                // plugin over; two files cannot both hold one name.
+                if old_path != path && is_plugin_file(old_path) && old_path.is_file() {
                     anyhow::bail!(
                         "{}: a plugin named {name:?} is already loaded from {}",
                         path.display(),
                         old_path.display()
                     );
                 }
+                // Same watches and no index to rebuild: swap the code under
+                // the running queue.
                 if let Slot::Running(running) = slot
+                    && old_path == path
                     && running.manifest() == plugin.manifest()
+                    && !plugin.manifest().watches().any(|(_, w)| w.indexed)
                 {
                     // Same watches: swap the code under the running queue.
                     running.replace_plugin(plugin);
@@ -210,10 +242,24 @@ impl Host {
                 Ok(controller) => Slot::Running(controller),
                 Err(e) => self.wait(path, plugin, e),
             };
-        self.controllers
-            .lock()
-            .await
-            .insert(name.clone(), (path.to_path_buf(), slot));
+        // The file may have held another plugin before (its content now
+        // names a different one): that one stops once this one runs.
+        let replaced: Vec<(PathBuf, Slot)> = {
+            let mut controllers = self.controllers.lock().await;
+            controllers.insert(name.clone(), (path.to_path_buf(), slot));
+            let others: Vec<String> = controllers
+                .iter()
+                .filter(|(n, (p, _))| **n != name && p == path)
+                .map(|(n, _)| n.clone())
+                .collect();
+            others
+                .into_iter()
+                .filter_map(|n| controllers.remove(&n))
+                .collect()
+        };
+        for (_, old) in replaced {
+            old.stop(self.grace).await;
+        }
         Ok(name)
     }
 
@@ -298,24 +344,63 @@ impl Host {
 
     /// Loads every `*.wasm` in `dir`; failures are recorded and logged.
     pub async fn load_dir(&self, dir: &Path) -> usize {
-        let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
-            Ok(entries) => entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| is_plugin_file(p))
-                .collect(),
+        self.sync_dir(dir).await
+    }
+
+    /// Brings the loaded plugins in step with `dir`: every plugin file in it
+    /// runs its current content (loaded when new or changed; a file whose
+    /// new content fails keeps its old version running), and plugins whose
+    /// file is gone stop. New versions load before anything stops, so a
+    /// rename, or a ConfigMap volume's `..data` swap, never leaves a plugin
+    /// with no version running. Returns how many files run.
+    ///
+    /// A file is refused (and reported) when it is a symlink leading out of
+    /// `dir`, or not a regular file (a FIFO or device could block a read).
+    pub async fn sync_dir(&self, dir: &Path) -> usize {
+        let scan = match scan_dir(dir) {
+            Ok(scan) => scan,
             Err(e) => {
                 tracing::error!(dir = %dir.display(), error = %e, "cannot read the plugins directory");
                 return 0;
             }
         };
-        files.sort();
-        let mut loaded = 0;
-        for file in files {
-            if self.load_file(&file).await.is_ok() {
-                loaded += 1;
+        let mut running = 0;
+        for (path, found) in &scan {
+            match found {
+                Err(reason) => self.record_error(path, reason.clone()),
+                Ok(digest) => {
+                    if self.is_running(path, digest).await {
+                        running += 1;
+                        continue;
+                    }
+                    // A failure is recorded and logged by `load_file`; an
+                    // older version, if any, keeps running.
+                    if let Ok(name) = self.load_file(path).await {
+                        running += 1;
+                        tracing::info!(plugin = %name, file = %path.display(), "plugin loaded");
+                    }
+                }
             }
         }
-        loaded
+        let present: std::collections::BTreeSet<&Path> =
+            scan.iter().map(|(p, _)| p.as_path()).collect();
+        let gone: Vec<PathBuf> = self
+            .controllers
+            .lock()
+            .await
+            .values()
+            .map(|(p, _)| p.clone())
+            .filter(|p| p.starts_with(dir) && !present.contains(p.as_path()))
+            .collect();
+        for path in gone {
+            tracing::info!(file = %path.display(), "plugin file removed; stopping it");
+            self.unload_file(&path).await;
+        }
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p, _| !p.starts_with(dir) || present.contains(p.as_path()));
+        running
     }
 
     /// True once every loaded plugin runs and its informers have listed (a
@@ -360,6 +445,7 @@ impl Host {
                 name: Some(m.name.clone()),
                 version: Some(m.version.clone()),
                 digest: Some(plugin.digest().to_owned()),
+                contract: Some(plugin.contract().version().to_owned()),
                 reconciles: Some(m.reconciles.kind.to_string()),
                 ..PluginStatus::default()
             };
@@ -404,12 +490,61 @@ impl Host {
     /// Stops every controller: no new work, in-flight reconciles get the
     /// grace period.
     pub async fn shutdown(&self) {
+        self.shutdown_within(self.grace).await;
+    }
+
+    /// Stops every controller at once, abandoning reconciles in flight: for
+    /// a leader that lost its lease, which must not write any more.
+    pub async fn abandon(&self) {
+        self.shutdown_within(Duration::ZERO).await;
+    }
+
+    async fn shutdown_within(&self, grace: Duration) {
         let _changing = self.changing.lock().await;
         let controllers = std::mem::take(&mut *self.controllers.lock().await);
-        let grace = self.grace;
         futures::future::join_all(controllers.into_values().map(|(_, slot)| slot.stop(grace)))
             .await;
     }
+}
+
+/// The plugin files of `dir`, each with the SHA-256 of its content, or why
+/// it is refused.
+fn scan_dir(dir: &Path) -> std::io::Result<Vec<(PathBuf, Result<String, String>)>> {
+    let root = dir.canonicalize()?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| is_plugin_file(p))
+        .collect();
+    files.sort();
+    Ok(files
+        .into_iter()
+        .map(|path| {
+            let found = check_plugin_file(&root, &path);
+            (path, found)
+        })
+        .collect())
+}
+
+/// The digest of a plugin file's content, unless the file must be refused.
+fn check_plugin_file(root: &Path, path: &Path) -> Result<String, String> {
+    let target = path
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve it: {e}"))?;
+    if !target.starts_with(root) {
+        return Err(format!(
+            "it leads to {}, outside the plugins directory; only files inside it are loaded",
+            target.display()
+        ));
+    }
+    let meta = std::fs::metadata(&target).map_err(|e| format!("cannot read it: {e}"))?;
+    if !meta.is_file() {
+        return Err(
+            "not a regular file (a directory, FIFO, socket or device); only regular files are loaded"
+                .into(),
+        );
+    }
+    let bytes = std::fs::read(&target).map_err(|e| format!("cannot read it: {e}"))?;
+    Ok(crate::runtime::hex(&Sha256::digest(&bytes)))
 }
 
 /// A file the host treats as a plugin: `*.wasm`, not hidden (editors and

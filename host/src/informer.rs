@@ -101,6 +101,9 @@ pub struct InformerStats {
     pub watch_restarts: AtomicU64,
     pub events: AtomicU64,
     pub errors: AtomicU64,
+    /// Objects skipped because they could not be parsed or were larger
+    /// than the informer accepts (each logged with its key when known).
+    pub skipped: AtomicU64,
     /// The last list or watch failure, until a list or watch works again.
     last_error: std::sync::Mutex<Option<String>>,
 }
@@ -376,11 +379,8 @@ impl Reflector {
                     serde_json::from_slice(&body).map_err(|e| malformed(e.to_string()))?;
                 for item in page.items {
                     let text = with_type_meta(item.get(), &resource.api_version, &resource.kind);
-                    match CachedObject::parse(&text) {
-                        Ok(o) => objects.push(o),
-                        Err(e) => {
-                            tracing::warn!(informer = %self.spec, error = %e, "skipping malformed object in list")
-                        }
+                    if let Some(o) = self.accept(&text, "list") {
+                        objects.push(o);
                     }
                 }
                 match page.metadata.continue_token.filter(|t| !t.is_empty()) {
@@ -391,6 +391,30 @@ impl Reflector {
                         return Ok(version);
                     }
                 }
+            }
+        }
+    }
+
+    /// `text` as a cached object, unless it is larger than the informer
+    /// accepts or cannot be parsed: then it is skipped — counted, and logged
+    /// with its key when that can be read — so that one bad object never
+    /// stops the informer (failing the watch would only bring it back).
+    fn accept(&self, text: &str, what: &str) -> Option<CachedObject> {
+        let refused = if text.len() > MAX_OBJECT {
+            Err(format!(
+                "{} bytes, more than the {MAX_OBJECT} an informer accepts",
+                text.len()
+            ))
+        } else {
+            CachedObject::parse(text).map_err(|e| e.to_string())
+        };
+        match refused {
+            Ok(o) => Some(o),
+            Err(error) => {
+                self.stats.skipped.fetch_add(1, Ordering::Relaxed);
+                let key = key_of(text);
+                tracing::warn!(informer = %self.spec, key = %key, %error, "skipping an object in {what}");
+                None
             }
         }
     }
@@ -457,8 +481,12 @@ impl Reflector {
                 Ok(Some(Err(e))) => return WatchEnd::Failed(e.to_string()),
                 Ok(Some(Ok(chunk))) => chunk,
             };
-            if let Err(e) = lines.push(&chunk) {
-                return WatchEnd::Failed(e);
+            let skipped = lines.push(&chunk);
+            if skipped > 0 {
+                self.stats
+                    .skipped
+                    .fetch_add(skipped as u64, Ordering::Relaxed);
+                tracing::warn!(informer = %self.spec, "skipping a watch event longer than {MAX_LINE} bytes");
             }
             while let Some(line) = lines.next_line() {
                 let event: WatchEvent<'_> = match serde_json::from_slice(&line) {
@@ -493,11 +521,8 @@ impl Reflector {
     ) -> Result<Option<String>, WatchEnd> {
         match event.kind {
             "ADDED" => {
-                match CachedObject::parse(event.object.get()) {
-                    Ok(o) => objects.push(o),
-                    Err(e) => {
-                        tracing::warn!(informer = %self.spec, error = %e, "skipping malformed object in streaming list")
-                    }
+                if let Some(o) = self.accept(event.object.get(), "streaming list") {
+                    objects.push(o);
                 }
                 Ok(None)
             }
@@ -529,8 +554,11 @@ impl Reflector {
         let object = event.object.get();
         match event.kind {
             "ADDED" | "MODIFIED" | "DELETED" => {
-                let object = CachedObject::parse(object)
-                    .map_err(|e| WatchEnd::Failed(format!("{} event: {e}", event.kind)))?;
+                let Some(object) = self.accept(object, event.kind) else {
+                    // Skipped; its version still counts as seen, so a
+                    // resumed watch does not bring it back.
+                    return Ok(version_of(object));
+                };
                 let rv = object.resource_version().to_owned();
                 self.stats.events.fetch_add(1, Ordering::Relaxed);
                 if event.kind == "DELETED" {
@@ -667,24 +695,48 @@ fn with_type_meta<'a>(item: &'a str, api_version: &str, kind: &str) -> std::borr
     .into()
 }
 
-/// Splits a chunked body into lines, bounded so a server that never sends a
-/// newline cannot grow it without limit.
+/// The largest object an informer caches: the API server's own request
+/// limit (3 MiB), with room for what it adds.
+const MAX_OBJECT: usize = 4 << 20;
+/// The longest watch event kept whole; a longer one is skipped as it
+/// streams by, never buffered.
+const MAX_LINE: usize = MAX_OBJECT + (64 << 10);
+
+/// Splits a watch stream into events. An event longer than [`MAX_LINE`] is
+/// dropped as its bytes arrive (and counted), so neither memory nor the
+/// watch is held by it.
 #[derive(Default)]
 struct LineBuffer {
     buf: Vec<u8>,
+    /// Inside an event too long to keep: drop bytes up to its newline.
+    skipping: bool,
 }
 
-/// The longest watch event accepted (the API server's own limit is 3 MiB per
-/// object; events carry some overhead).
-const MAX_LINE: usize = 16 << 20;
-
 impl LineBuffer {
-    fn push(&mut self, chunk: &[u8]) -> Result<(), String> {
-        self.buf.extend_from_slice(chunk);
-        if self.buf.len() > MAX_LINE && !self.buf.contains(&b'\n') {
-            return Err(format!("a watch event is longer than {MAX_LINE} bytes"));
+    /// Adds a chunk; returns how many over-long events began being skipped.
+    fn push(&mut self, mut chunk: &[u8]) -> usize {
+        if self.skipping {
+            match chunk.iter().position(|&b| b == b'\n') {
+                Some(end) => {
+                    self.skipping = false;
+                    chunk = &chunk[end + 1..];
+                }
+                None => return 0,
+            }
         }
-        Ok(())
+        self.buf.extend_from_slice(chunk);
+        // What follows the last newline is the event still arriving.
+        let complete = self
+            .buf
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |n| n + 1);
+        if self.buf.len() - complete <= MAX_LINE {
+            return 0;
+        }
+        self.buf.truncate(complete);
+        self.skipping = true;
+        1
     }
 
     fn next_line(&mut self) -> Option<Vec<u8>> {
@@ -697,6 +749,46 @@ impl LineBuffer {
             }
         }
     }
+}
+
+/// What an object's text says of its identity, read leniently: for logs of
+/// objects that are skipped.
+#[derive(serde::Deserialize, Default)]
+struct Identity {
+    #[serde(default)]
+    metadata: IdentityMeta,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct IdentityMeta {
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    resource_version: Option<String>,
+}
+
+fn identity(text: &str) -> IdentityMeta {
+    serde_json::from_str::<Identity>(text)
+        .unwrap_or_default()
+        .metadata
+}
+
+/// `namespace/name` of an object, or `?` when even that cannot be read.
+fn key_of(text: &str) -> String {
+    let id = identity(text);
+    match (id.namespace, id.name) {
+        (Some(ns), Some(name)) => format!("{ns}/{name}"),
+        (None, Some(name)) => name,
+        _ => "?".into(),
+    }
+}
+
+/// The resourceVersion an object's text carries, if it can be read.
+fn version_of(text: &str) -> Option<String> {
+    identity(text).resource_version.filter(|rv| !rv.is_empty())
 }
 
 /// Percent-encodes a query value (RFC 3986 unreserved characters pass).
@@ -740,12 +832,40 @@ mod tests {
     #[test]
     fn lines_are_split_across_chunks() {
         let mut lines = LineBuffer::default();
-        lines.push(b"{\"a\":1}\n{\"b\"").unwrap();
+        assert_eq!(lines.push(b"{\"a\":1}\n{\"b\""), 0);
         assert_eq!(lines.next_line().unwrap(), b"{\"a\":1}");
         assert_eq!(lines.next_line(), None);
-        lines.push(b":2}\n\n").unwrap();
+        lines.push(b":2}\n\n");
         assert_eq!(lines.next_line().unwrap(), b"{\"b\":2}");
         assert_eq!(lines.next_line(), None);
+    }
+
+    /// Limit: a watch event over `MAX_LINE` is skipped as it streams by
+    /// (never buffered whole), and the events around it still arrive.
+    #[test]
+    fn an_over_long_event_is_skipped_not_fatal() {
+        let mut lines = LineBuffer::default();
+        let big = vec![b'x'; MAX_LINE / 2];
+        assert_eq!(lines.push(b"{\"before\":1}\n"), 0);
+        assert_eq!(lines.push(&big), 0);
+        assert_eq!(lines.push(&big), 0);
+        assert_eq!(lines.push(&big), 1, "the third piece passes the limit");
+        assert!(lines.buf.len() < 64, "nothing of it is kept");
+        assert_eq!(lines.push(&big), 0);
+        assert_eq!(lines.push(b"xx\n{\"after\":2}\n"), 0);
+        assert_eq!(lines.next_line().unwrap(), b"{\"before\":1}");
+        assert_eq!(lines.next_line().unwrap(), b"{\"after\":2}");
+        assert_eq!(lines.next_line(), None);
+    }
+
+    #[test]
+    fn skipped_objects_are_known_by_their_key_and_version() {
+        let text =
+            r#"{"metadata":{"name":"p","namespace":"ns","resourceVersion":"42","labels":7}}"#;
+        assert_eq!(key_of(text), "ns/p");
+        assert_eq!(version_of(text).as_deref(), Some("42"));
+        assert_eq!(key_of("not json"), "?");
+        assert_eq!(version_of("[]"), None);
     }
 
     #[test]

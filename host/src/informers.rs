@@ -12,8 +12,9 @@ use crate::cache::KeyRef;
 use crate::client::ApiClient;
 use crate::contract::{KindRef, ObjectRef, Watch};
 use crate::discovery::{Discovery, DiscoveryError};
+use crate::index::SharedIndex;
 use crate::informer::{Informer, InformerConfig, InformerSpec};
-use crate::runtime::CacheReader;
+use crate::model::{CacheReader, IndexReader};
 
 /// Starts informers on demand and shares them.
 pub struct Informers {
@@ -80,15 +81,25 @@ impl Informers {
 }
 
 /// What one plugin may read: the caches of the informers its manifest asked
-/// for, by kind. This is the plugin's `cache` import.
+/// for, by kind, and its own indexes. This is the plugin's `cache` import.
 #[derive(Clone, Default)]
 pub struct PluginView {
     informers: Vec<(KindRef, Arc<Informer>)>,
+    indexes: Vec<(KindRef, Arc<SharedIndex>)>,
 }
 
 impl PluginView {
     pub fn new(informers: Vec<(KindRef, Arc<Informer>)>) -> Self {
-        Self { informers }
+        Self {
+            informers,
+            indexes: Vec::new(),
+        }
+    }
+
+    /// The same view with the plugin's indexes.
+    pub fn with_indexes(mut self, indexes: Vec<(KindRef, Arc<SharedIndex>)>) -> Self {
+        self.indexes = indexes;
+        self
     }
 
     /// Every informer the plugin uses.
@@ -105,6 +116,17 @@ impl PluginView {
 }
 
 impl CacheReader for PluginView {
+    fn holds(&self, kind: &KindRef) -> bool {
+        self.informers.iter().any(|(k, _)| k == kind)
+    }
+
+    fn index(&self, kind: &KindRef) -> Option<&dyn IndexReader> {
+        self.indexes
+            .iter()
+            .find(|(k, _)| k == kind)
+            .map(|(_, i)| i.as_ref() as &dyn IndexReader)
+    }
+
     fn get(&self, r: &ObjectRef) -> Option<Arc<str>> {
         let key = KeyRef::new(r.namespace.as_deref(), &r.name);
         let kind = r.kind_ref();

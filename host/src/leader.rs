@@ -139,6 +139,19 @@ impl Elector {
         }
     }
 
+    /// Runs `work` while leading: renewals go on beside it from the start
+    /// (loading plugins can take longer than a lease lasts), and if the
+    /// lease is lost `work` is dropped at once and the loss returned. The
+    /// loss is noticed within the renew deadline, which is shorter than the
+    /// lease duration, so a caller that then stops reconciling at once has
+    /// stopped before any other replica can take the lease.
+    pub async fn lead<F: std::future::Future>(&mut self, work: F) -> Result<F::Output, LeaseLost> {
+        tokio::select! {
+            out = work => Ok(out),
+            lost = self.hold() => Err(lost),
+        }
+    }
+
     /// Keeps renewing while leading; returns why leadership ended.
     pub async fn hold(&mut self) -> LeaseLost {
         let mut renewed = Instant::now();

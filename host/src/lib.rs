@@ -10,8 +10,10 @@
 //! - [`histogram`]: lock-free latency histograms with quantiles.
 //! - [`host`]: the host: informers, writer, runtime, a controller per plugin.
 //! - [`informer`]: a list-watch informer feeding a cache and handlers.
+//! - [`index`]: a plugin's index of one kind: keys, totals, assumptions.
 //! - [`informers`]: informers shared between plugins; each plugin's view.
 //! - [`leader`]: leader election over a Lease, for several replicas.
+//! - [`model`]: the read side of the caches as plugins see them.
 //! - [`runtime`]: loads plugin components and calls them under limits.
 //! - [`objects`]: reads Kubernetes objects from YAML/JSON files.
 //! - [`offline`]: a fixed object set that stands in for the cluster cache.
@@ -28,9 +30,11 @@ pub mod controller;
 pub mod discovery;
 pub mod histogram;
 pub mod host;
+pub mod index;
 pub mod informer;
 pub mod informers;
 pub mod leader;
+pub mod model;
 pub mod objects;
 pub mod offline;
 pub mod plugin_dir;

@@ -73,8 +73,9 @@ struct RunArgs {
     /// With --embedded: write a kubeconfig for it here, for kubectl.
     #[arg(long, value_name = "FILE", requires = "embedded")]
     write_kubeconfig: Option<PathBuf>,
-    /// Serve /metrics, /healthz, /readyz and /plugins here.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve /metrics, /healthz, /readyz and /plugins here: `HOST:PORT`,
+    /// or a bare `PORT` (or `:PORT`), which binds loopback only.
+    #[arg(long, value_name = "ADDR", value_parser = admin_addr)]
     admin: Option<std::net::SocketAddr>,
     /// Seconds in-flight reconciles get to finish at shutdown.
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
@@ -269,6 +270,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for child in &children {
                 store.insert(child.clone());
             }
+            store.index_for(&plugin)?;
             let request = request_for(&primary, &children).with_context(|| {
                 format!(
                     "{}: the object has no apiVersion, kind or name",
@@ -351,32 +353,44 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let _plugins = windlass::plugin_dir::PluginDir::watch(&args.plugins, host.clone())
-        .await
-        .with_context(|| {
-            format!(
-                "cannot watch the plugins directory {}",
-                args.plugins.display()
-            )
-        })?;
+    // Load the plugins and run until asked to stop; with leader election,
+    // the lease is renewed all along (loading can outlast a lease).
+    let work = async {
+        let plugins = windlass::plugin_dir::PluginDir::watch(&args.plugins, host.clone())
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot watch the plugins directory {}",
+                    args.plugins.display()
+                )
+            })?;
+        (&mut shutdown).await;
+        anyhow::Ok(plugins)
+    };
     let lost = match &mut elector {
-        Some(elector) => tokio::select! {
-            lost = elector.hold() => Some(lost),
-            () = &mut shutdown => None,
+        Some(elector) => match elector.lead(work).await {
+            Ok(done) => {
+                done?;
+                None
+            }
+            Err(lost) => Some(lost),
         },
         None => {
-            shutdown.await;
+            work.await?;
             None
         }
     };
-    tracing::info!("shutting down: finishing in-flight reconciles");
-    host.shutdown().await;
     if let Some(lost) = lost {
+        // Another replica may lead as soon as the lease runs out: stop
+        // reconciling now, abandoning what is in flight, as
+        // kube-controller-manager exits at once.
+        tracing::error!(%lost, "lost leadership: stopping every reconcile now");
+        host.abandon().await;
         stop_embedded(embedded).await;
-        // Another replica may be leading already: stop at once, as
-        // kube-controller-manager does, and let the restart stand by.
         bail!("lost leadership: {lost}");
     }
+    tracing::info!("shutting down: finishing in-flight reconciles");
+    host.shutdown().await;
     if let Some(elector) = &mut elector {
         elector.release().await;
     }
@@ -429,6 +443,19 @@ async fn serve_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
     tracing::info!("shutting down");
     server.shutdown().await;
     Ok(())
+}
+
+/// `--admin`: an address as given, or a bare port on loopback (the admin
+/// endpoint tells anyone who can reach it about every plugin, so it is
+/// exposed beyond this machine only when asked for).
+fn admin_addr(value: &str) -> Result<std::net::SocketAddr, String> {
+    let port = value.strip_prefix(':').unwrap_or(value);
+    if let Ok(port) = port.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    value
+        .parse()
+        .map_err(|_| format!("{value:?} is neither HOST:PORT nor a port"))
 }
 
 /// A plain HTTP GET of a local admin endpoint.
@@ -520,4 +547,21 @@ fn single_object(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
         );
     }
     Ok(objects.remove(0))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_bare_admin_port_binds_loopback() {
+        assert_eq!(
+            super::admin_addr("9464").unwrap().to_string(),
+            "127.0.0.1:9464"
+        );
+        assert_eq!(super::admin_addr(":0").unwrap().to_string(), "127.0.0.1:0");
+        assert_eq!(
+            super::admin_addr("0.0.0.0:9464").unwrap().to_string(),
+            "0.0.0.0:9464"
+        );
+        assert!(super::admin_addr("nowhere").is_err());
+    }
 }

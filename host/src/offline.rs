@@ -7,16 +7,29 @@ use std::sync::Arc;
 use serde_json::Value;
 use windlass_selector::LabelSelector;
 
+use crate::cache::ObjectKey;
 use crate::contract::{KindRef, ObjectRef};
-use crate::runtime::CacheReader;
+use crate::index::SharedIndex;
+use crate::model::{CacheReader, IndexReader};
+use crate::runtime::{Plugin, PluginError};
 
 /// Kind, namespace and name.
 type Key = (KindRef, Option<String>, String);
 
-/// Objects keyed by kind, namespace and name; read-only once built.
-#[derive(Debug, Default, Clone)]
+/// Objects keyed by kind, namespace and name, and a plugin's indexes of
+/// them; read-only once built.
+#[derive(Default, Clone)]
 pub struct StaticCache {
     objects: BTreeMap<Key, (Value, Arc<str>)>,
+    indexes: Vec<(KindRef, Arc<SharedIndex>)>,
+}
+
+impl std::fmt::Debug for StaticCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StaticCache")
+            .field("objects", &self.objects.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl StaticCache {
@@ -31,6 +44,33 @@ impl StaticCache {
         let text: Arc<str> = object.to_string().into();
         self.objects
             .insert((r.kind_ref(), r.namespace, r.name), (object, text));
+    }
+
+    /// Files the objects of every kind `plugin` indexes with its `index`, as
+    /// the host's indexes would hold them, so `cache.lookup` and
+    /// `cache.totals` answer offline too. Fails with the plugin's error.
+    pub fn index_for(&mut self, plugin: &Plugin) -> Result<(), PluginError> {
+        let cache: Arc<dyn CacheReader> = Arc::new(self.clone());
+        let mut indexes = Vec::new();
+        for (_, watch) in plugin.manifest().watches().filter(|(_, w)| w.indexed) {
+            let index = SharedIndex::new();
+            for ((kind, ns, name), (value, text)) in &self.objects {
+                if *kind != watch.kind {
+                    continue;
+                }
+                let entry = plugin.index(text, cache.clone())?;
+                let version = value
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let key = ObjectKey::new(ns.as_deref(), name);
+                index.write(|i| i.file(key, version, text.clone(), entry));
+            }
+            indexes.push((watch.kind.clone(), Arc::new(index)));
+        }
+        self.indexes = indexes;
+        Ok(())
     }
 
     /// How many objects the cache holds.
@@ -61,6 +101,13 @@ pub fn object_ref(object: &Value) -> Option<ObjectRef> {
 }
 
 impl CacheReader for StaticCache {
+    fn index(&self, kind: &KindRef) -> Option<&dyn IndexReader> {
+        self.indexes
+            .iter()
+            .find(|(k, _)| k == kind)
+            .map(|(_, i)| i.as_ref() as &dyn IndexReader)
+    }
+
     fn get(&self, r: &ObjectRef) -> Option<Arc<str>> {
         self.objects
             .get(&(r.kind_ref(), r.namespace.clone(), r.name.clone()))
@@ -89,12 +136,11 @@ impl CacheReader for StaticCache {
 
 /// The request the host would build for `object` with these owned children.
 pub fn request_for(object: &Value, owned: &[Value]) -> Option<crate::contract::Request> {
-    Some(crate::contract::Request {
-        key: object_ref(object)?,
-        object: Some(object.to_string()),
-        owned: owned.iter().map(Value::to_string).collect(),
-        attempt: 0,
-    })
+    Some(crate::contract::Request::new(
+        object_ref(object)?,
+        Some(object.to_string()),
+        owned.iter().map(Value::to_string).collect(),
+    ))
 }
 
 #[cfg(test)]

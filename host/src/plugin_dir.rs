@@ -2,21 +2,25 @@
 //!
 //! Strategy (as Spin's `watch`): collect file events, wait until the
 //! directory has been quiet for a short debounce (editors and `cp` write in
-//! pieces), then act once per changed file: a `*.wasm` that exists is
-//! (re)loaded — beside the running version, which keeps running if the new
-//! one fails — and one that is gone is unloaded after its in-flight work
-//! drains. Hidden files (temporaries) and other extensions are ignored.
+//! pieces), then bring the host in step with the whole directory
+//! ([`Host::sync_dir`]): a plugin file whose content changed is reloaded —
+//! beside the running version, which keeps running if the new one fails —
+//! and one that is gone is unloaded after its in-flight work drains.
+//!
+//! Any event in the directory starts a sync, hidden names included: a
+//! ConfigMap mounted as a volume changes by swapping its hidden `..data`
+//! symlink, which changes every plugin file behind it without an event for
+//! any of them. Files are compared by content, so a sync that finds nothing
+//! new does nothing.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
-use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
-use crate::host::{Host, is_plugin_file};
+use crate::host::Host;
 
 /// Quiet time before changed files are acted on.
 pub const DEBOUNCE: Duration = Duration::from_millis(300);
@@ -57,7 +61,7 @@ impl PluginDir {
         watcher.watch(&dir, RecursiveMode::NonRecursive)?;
         let loaded = host.load_dir(&dir).await;
         tracing::info!(dir = %dir.display(), loaded, "watching plugins directory");
-        let task = tokio::spawn(apply_changes(host, rx));
+        let task = tokio::spawn(apply_changes(host, dir, rx));
         Ok(Self {
             _watcher: watcher,
             task,
@@ -65,33 +69,10 @@ impl PluginDir {
     }
 }
 
-async fn apply_changes(host: Arc<Host>, mut rx: mpsc::UnboundedReceiver<PathBuf>) {
-    while let Some(first) = rx.recv().await {
-        let mut changed = BTreeSet::from([first]);
+async fn apply_changes(host: Arc<Host>, dir: PathBuf, mut rx: mpsc::UnboundedReceiver<PathBuf>) {
+    while rx.recv().await.is_some() {
         // Debounce: keep collecting until the directory is quiet.
-        while let Ok(Some(path)) = tokio::time::timeout(DEBOUNCE, rx.recv()).await {
-            changed.insert(path);
-        }
-        for path in changed.into_iter().filter(|p| is_plugin_file(p)) {
-            if path.is_file() {
-                // Unchanged content (a touch, a copy of the same build) is
-                // not reloaded.
-                if let Ok(bytes) = std::fs::read(&path)
-                    && host
-                        .is_running(&path, &crate::runtime::hex(&Sha256::digest(&bytes)))
-                        .await
-                {
-                    continue;
-                }
-                // A failure is logged and recorded by the host; the previous
-                // version, if any, keeps running.
-                if let Ok(name) = host.load_file(&path).await {
-                    tracing::info!(plugin = %name, file = %path.display(), "plugin loaded");
-                }
-            } else {
-                tracing::info!(file = %path.display(), "plugin file removed; stopping it");
-                host.unload_file(&path).await;
-            }
-        }
+        while let Ok(Some(_)) = tokio::time::timeout(DEBOUNCE, rx.recv()).await {}
+        host.sync_dir(&dir).await;
     }
 }

@@ -22,9 +22,12 @@ use serde_json::{Map, Value, json};
 
 use crate::cache::CachedObject;
 use crate::client::{ApiClient, ApiError};
-use crate::contract::{Event, EventType, KindRef, Manifest, ObjectRef, Outcome, Write};
-use crate::discovery::{ApiResource, Discovery, DiscoveryError};
-use crate::runtime::CacheReader;
+use crate::contract::{
+    Delete, DeleteOptions, Event, EventType, KindRef, Manifest, ObjectRef, Outcome, Propagation,
+    SubresourceCreate, Write,
+};
+use crate::discovery::{ApiResource, Discovery, DiscoveryError, segment};
+use crate::model::CacheReader;
 
 /// Why an outcome could not be carried out in full.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +35,10 @@ pub enum WriteError {
     /// The cache was behind the server (409 or 404): reconcile again soon.
     #[error("stale: {0}")]
     Stale(ApiError),
+    /// A binding would act on index totals that changed since the reconcile
+    /// read them (another binding to the same node came first).
+    #[error("stale: {0}")]
+    Assumed(String),
     #[error("{0}")]
     Api(ApiError),
     #[error("{0}")]
@@ -69,6 +76,8 @@ pub struct Applied {
     pub deleted: Vec<ObjectRef>,
     /// Requests sent; a converged apply sends none.
     pub requests: usize,
+    /// The position of the write that failed, when one did.
+    pub failed_at: Option<u32>,
 }
 
 impl Applied {
@@ -95,6 +104,20 @@ pub struct Target<'a> {
     pub owned: &'a [(KindRef, Arc<CachedObject>)],
     /// The plugin's view of the caches, to find live objects.
     pub live: &'a dyn CacheReader,
+    /// Told about each binding before it is sent and after it is answered,
+    /// so the plugin's index can "assume" it (see `controller.rs`).
+    pub assume: Option<&'a dyn Assume>,
+}
+
+/// Makes a binding show in the plugin's index before the informer reports
+/// it, and refuses one that would act on totals that changed since the
+/// reconcile read them.
+pub trait Assume: Send + Sync {
+    /// Called before `pod` is bound to `node`; an error is a conflict and
+    /// nothing is sent.
+    fn before_bind(&self, pod: &ObjectRef, node: &str) -> Result<(), String>;
+    /// Called with the server's answer to that binding.
+    fn after_bind(&self, pod: &ObjectRef, bound: bool);
 }
 
 /// Executes outcomes; shared by all plugins.
@@ -144,147 +167,13 @@ impl Writer {
         let mut kept: HashSet<ObjectRef> = HashSet::new();
         let default_ns = t.key.namespace.as_deref();
 
-        for write in &outcome.writes {
-            let (api_version, kind) = write.kind();
-            let resource = self
-                .discovery
-                .resolve(&KindRef::new(api_version, kind))
-                .await?;
-            let ns_of = |r: &ObjectRef| {
-                if resource.namespaced {
-                    r.namespace
-                        .clone()
-                        .or_else(|| default_ns.map(str::to_owned))
-                } else {
-                    None
-                }
-            };
-            match write {
-                Write::Apply(object) => {
-                    let mut desired: Value = parse(object.text())?;
-                    let namespace = if resource.namespaced {
-                        object
-                            .header()
-                            .namespace
-                            .clone()
-                            .or_else(|| default_ns.map(str::to_owned))
-                    } else {
-                        None
-                    };
-                    set_meta(
-                        &mut desired,
-                        "namespace",
-                        namespace.clone().map(Value::String),
-                    );
-                    let owner = t
-                        .manifest
-                        .owns_kind(api_version, kind)
-                        .then_some(t.primary)
-                        .flatten()
-                        .map(|p| owner_reference(&t.manifest.reconciles.kind, t.key, p));
-                    let collection = resource.collection_path(namespace.as_deref());
-                    let Some(name) = object.header().name.clone() else {
-                        let created = self
-                            .create(&collection, &manager, &agent, desired, owner.as_ref())
-                            .await?;
-                        let name = created
-                            .pointer("/metadata/name")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        applied.created(
-                            ObjectRef {
-                                api_version: api_version.to_owned(),
-                                kind: kind.to_owned(),
-                                namespace,
-                                name: name.to_owned(),
-                            },
-                            &created,
-                        );
-                        continue;
-                    };
-                    let target = ObjectRef {
-                        api_version: api_version.to_owned(),
-                        kind: kind.to_owned(),
-                        namespace: namespace.clone(),
-                        name: name.clone(),
-                    };
-                    kept.insert(target.clone());
-                    match t.live.get(&target) {
-                        None => {
-                            let created = self
-                                .create(&collection, &manager, &agent, desired, owner.as_ref())
-                                .await?;
-                            applied.created(target, &created);
-                        }
-                        Some(live) => {
-                            let live: Value = parse(&live)?;
-                            let Some(patch) =
-                                converge_patch(desired, &live, owner.as_ref(), resource.has_status)
-                            else {
-                                continue;
-                            };
-                            let path = resource.object_path(namespace.as_deref(), &name);
-                            self.merge_patch(&path, &manager, &agent, &patch).await?;
-                            applied.requests += 1;
-                        }
-                    }
-                }
-                Write::Replace(object) => {
-                    let r = object
-                        .object_ref(default_ns)
-                        .ok_or_else(|| WriteError::Invalid("replace without a name".into()))?;
-                    let mut body: Value = parse(object.text())?;
-                    let namespace = ns_of(&r);
-                    set_meta(&mut body, "namespace", namespace.clone().map(Value::String));
-                    let path = resource.object_path(namespace.as_deref(), &r.name);
-                    self.send(
-                        Method::PUT,
-                        &path,
-                        &manager,
-                        &agent,
-                        &body,
-                        "application/json",
-                    )
-                    .await?;
-                    applied.requests += 1;
-                    kept.insert(ObjectRef { namespace, ..r });
-                }
-                Write::UpdateStatus(object) => {
-                    let r = object.object_ref(default_ns).ok_or_else(|| {
-                        WriteError::Invalid("status update without a name".into())
-                    })?;
-                    let body: Value = parse(object.text())?;
-                    let namespace = ns_of(&r);
-                    self.update_status(
-                        &resource,
-                        namespace.as_deref(),
-                        &r.name,
-                        body,
-                        &manager,
-                        &agent,
-                    )
-                    .await?;
-                    applied.requests += 1;
-                }
-                Write::MergePatch(p) => {
-                    let patch: Value = parse(p.patch.get())?;
-                    let path = resource.object_path(ns_of(&p.target).as_deref(), &p.target.name);
-                    self.merge_patch(&path, &manager, &agent, &patch).await?;
-                    applied.requests += 1;
-                }
-                Write::Delete(r) => {
-                    let namespace = ns_of(r);
-                    if self
-                        .delete(&resource, namespace.as_deref(), &r.name, None, &agent)
-                        .await?
-                    {
-                        applied.requests += 1;
-                    }
-                    applied.deleted.push(ObjectRef {
-                        namespace,
-                        ..r.clone()
-                    });
-                }
+        for (i, write) in outcome.writes.iter().enumerate() {
+            if let Err(e) = self
+                .execute_one(t, write, default_ns, &manager, &agent, &mut kept, applied)
+                .await
+            {
+                applied.failed_at = Some(i as u32);
+                return Err(e);
             }
         }
 
@@ -300,14 +189,12 @@ impl Writer {
                     continue;
                 }
                 let resource = self.discovery.resolve(kind).await?;
+                let options = DeleteOptions {
+                    uid: Some(child.uid().to_owned()),
+                    ..DeleteOptions::default()
+                };
                 if self
-                    .delete(
-                        &resource,
-                        r.namespace.as_deref(),
-                        &r.name,
-                        Some(child.uid()),
-                        &agent,
-                    )
+                    .delete(&resource, r.namespace.as_deref(), &r.name, &options, &agent)
                     .await?
                 {
                     applied.requests += 1;
@@ -318,6 +205,217 @@ impl Writer {
 
         for event in &outcome.events {
             self.record(t.manifest, t.key, t.primary, event).await;
+        }
+        Ok(())
+    }
+
+    /// Carries out one write of an outcome.
+    #[allow(clippy::too_many_arguments)]
+    async fn execute_one(
+        &self,
+        t: &Target<'_>,
+        write: &Write,
+        default_ns: Option<&str>,
+        manager: &str,
+        agent: &str,
+        kept: &mut HashSet<ObjectRef>,
+        applied: &mut Applied,
+    ) -> Result<(), WriteError> {
+        let (api_version, kind) = write.kind();
+        let kind_ref = KindRef::new(api_version, kind);
+        let resource = self.discovery.resolve(&kind_ref).await?;
+        let ns_of = |r: Option<&str>| -> Result<Option<String>, Box<WriteError>> {
+            if !resource.namespaced {
+                return Ok(None);
+            }
+            r.or(default_ns).map(str::to_owned).map(Some).ok_or_else(|| {
+                Box::new(WriteError::Invalid(format!(
+                    "{kind} is namespaced, but the write names no namespace (and the reconciled object has none)"
+                )))
+            })
+        };
+        match write {
+            Write::Apply(object) => {
+                let mut desired: Value = parse(object.text())?;
+                let namespace = ns_of(object.header().namespace.as_deref()).map_err(|e| *e)?;
+                set_meta(
+                    &mut desired,
+                    "namespace",
+                    namespace.clone().map(Value::String),
+                );
+                let owner = t
+                    .manifest
+                    .owns_kind(api_version, kind)
+                    .then_some(t.primary)
+                    .flatten()
+                    .map(|p| owner_reference(&t.manifest.reconciles.kind, t.key, p));
+                let collection = resource.collection_path(namespace.as_deref());
+                let Some(name) = object.header().name.clone() else {
+                    let created = self
+                        .create(&collection, manager, agent, desired, owner.as_ref())
+                        .await?;
+                    let name = created
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    applied.created(
+                        ObjectRef {
+                            api_version: api_version.to_owned(),
+                            kind: kind.to_owned(),
+                            namespace,
+                            name: name.to_owned(),
+                        },
+                        &created,
+                    );
+                    return Ok(());
+                };
+                let target = ObjectRef {
+                    api_version: api_version.to_owned(),
+                    kind: kind.to_owned(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                };
+                kept.insert(target.clone());
+                if !t.live.holds(&kind_ref) {
+                    // A kind the plugin only writes: no cache says whether
+                    // it exists, so the server converges it (server-side
+                    // apply, as the plugin's own field manager).
+                    let path = resource.object_path(namespace.as_deref(), &name);
+                    self.server_side_apply(&path, manager, agent, &desired)
+                        .await?;
+                    applied.requests += 1;
+                    return Ok(());
+                }
+                match t.live.get(&target) {
+                    None => {
+                        let created = self
+                            .create(&collection, manager, agent, desired, owner.as_ref())
+                            .await?;
+                        applied.created(target, &created);
+                    }
+                    Some(live) => {
+                        let live: Value = parse(&live)?;
+                        let Some(patch) =
+                            converge_patch(desired, &live, owner.as_ref(), resource.has_status)
+                        else {
+                            return Ok(());
+                        };
+                        let path = resource.object_path(namespace.as_deref(), &name);
+                        self.merge_patch(&path, manager, agent, &patch).await?;
+                        applied.requests += 1;
+                    }
+                }
+            }
+            Write::Replace(object) => {
+                let r = object
+                    .object_ref(default_ns)
+                    .ok_or_else(|| WriteError::Invalid("replace without a name".into()))?;
+                let mut body: Value = parse(object.text())?;
+                let namespace = ns_of(object.header().namespace.as_deref()).map_err(|e| *e)?;
+                set_meta(&mut body, "namespace", namespace.clone().map(Value::String));
+                let path = resource.object_path(namespace.as_deref(), &r.name);
+                self.send(
+                    Method::PUT,
+                    &path,
+                    manager,
+                    agent,
+                    &body,
+                    "application/json",
+                )
+                .await?;
+                applied.requests += 1;
+                kept.insert(ObjectRef { namespace, ..r });
+            }
+            Write::UpdateStatus(object) => {
+                let r = object
+                    .object_ref(default_ns)
+                    .ok_or_else(|| WriteError::Invalid("status update without a name".into()))?;
+                let body: Value = parse(object.text())?;
+                let namespace = ns_of(object.header().namespace.as_deref()).map_err(|e| *e)?;
+                self.update_status(
+                    &resource,
+                    namespace.as_deref(),
+                    &r.name,
+                    body,
+                    manager,
+                    agent,
+                )
+                .await?;
+                applied.requests += 1;
+            }
+            Write::MergePatch(p) => {
+                let patch: Value = parse(p.patch.get())?;
+                let namespace = ns_of(p.target.namespace.as_deref()).map_err(|e| *e)?;
+                let path = match p.subresource.as_deref() {
+                    Some("status") if !resource.has_status => {
+                        // No status subresource: status is an ordinary field.
+                        resource.object_path(namespace.as_deref(), &p.target.name)
+                    }
+                    Some(sub) => {
+                        resource.subresource_path(namespace.as_deref(), &p.target.name, sub)
+                    }
+                    None => resource.object_path(namespace.as_deref(), &p.target.name),
+                };
+                self.merge_patch(&path, manager, agent, &patch).await?;
+                applied.requests += 1;
+            }
+            Write::Delete(Delete { target, options }) => {
+                let namespace = ns_of(target.namespace.as_deref()).map_err(|e| *e)?;
+                if self
+                    .delete(
+                        &resource,
+                        namespace.as_deref(),
+                        &target.name,
+                        options,
+                        agent,
+                    )
+                    .await?
+                {
+                    applied.requests += 1;
+                }
+                applied.deleted.push(ObjectRef {
+                    namespace,
+                    ..target.clone()
+                });
+            }
+            Write::CreateSubresource(SubresourceCreate {
+                target,
+                subresource,
+                body,
+            }) => {
+                let namespace = ns_of(target.namespace.as_deref()).map_err(|e| *e)?;
+                let body: Value = parse(body.get())?;
+                let path =
+                    resource.subresource_path(namespace.as_deref(), &target.name, subresource);
+                let pod = ObjectRef {
+                    namespace: namespace.clone(),
+                    ..target.clone()
+                };
+                let binding = (api_version == "v1" && kind == "Pod" && subresource == "binding")
+                    .then(|| body.pointer("/target/name").and_then(Value::as_str))
+                    .flatten()
+                    .zip(t.assume);
+                if let Some((node, assume)) = binding {
+                    assume
+                        .before_bind(&pod, node)
+                        .map_err(WriteError::Assumed)?;
+                }
+                let sent = self
+                    .send(
+                        Method::POST,
+                        &path,
+                        manager,
+                        agent,
+                        &body,
+                        "application/json",
+                    )
+                    .await;
+                if let Some((_, assume)) = binding {
+                    assume.after_bind(&pod, sent.is_ok());
+                }
+                sent?;
+                applied.requests += 1;
+            }
         }
         Ok(())
     }
@@ -384,6 +482,26 @@ impl Writer {
             agent,
             &desired,
             "application/json",
+        )
+        .await
+    }
+
+    /// Server-side apply of `desired` (JSON is YAML) as the plugin's field
+    /// manager, taking fields over from other managers.
+    async fn server_side_apply(
+        &self,
+        path: &str,
+        manager: &str,
+        agent: &str,
+        desired: &Value,
+    ) -> Result<Value, ApiError> {
+        self.send(
+            Method::PATCH,
+            &format!("{path}?force=true"),
+            manager,
+            agent,
+            desired,
+            "application/apply-patch+yaml",
         )
         .await
     }
@@ -465,20 +583,35 @@ impl Writer {
         Ok(())
     }
 
-    /// Deletes one object (in the background); a 404 is success. Returns
-    /// whether the server still had it.
+    /// Deletes one object (in the background unless the options say
+    /// otherwise); a 404 is success. Returns whether the server still had it.
     async fn delete(
         &self,
         resource: &ApiResource,
         namespace: Option<&str>,
         name: &str,
-        uid: Option<&str>,
+        o: &DeleteOptions,
         agent: &str,
     ) -> Result<bool, WriteError> {
+        let propagation = match o.propagation.unwrap_or(Propagation::Background) {
+            Propagation::Background => "Background",
+            Propagation::Foreground => "Foreground",
+            Propagation::Orphan => "Orphan",
+        };
         let mut options =
-            json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
-        if let Some(uid) = uid {
-            options["preconditions"] = json!({"uid": uid});
+            json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation});
+        if let Some(grace) = o.grace_period_seconds {
+            options["gracePeriodSeconds"] = json!(grace);
+        }
+        let mut pre = Map::new();
+        if let Some(uid) = &o.uid {
+            pre.insert("uid".into(), json!(uid));
+        }
+        if let Some(rv) = &o.resource_version {
+            pre.insert("resourceVersion".into(), json!(rv));
+        }
+        if !pre.is_empty() {
+            options["preconditions"] = Value::Object(pre);
         }
         let path = resource.object_path(namespace, name);
         match self
@@ -552,7 +685,11 @@ impl Writer {
             .get(&event_key)
             .cloned();
         if let Some((ns, name, count)) = previous {
-            let path = format!("/api/v1/namespaces/{ns}/events/{name}");
+            let path = format!(
+                "/api/v1/namespaces/{}/events/{}",
+                segment(&ns),
+                segment(&name)
+            );
             let patch = json!({"count": count + 1, "lastTimestamp": now});
             match self.merge_patch(&path, &manager, &agent, &patch).await {
                 Ok(_) => {
@@ -583,7 +720,7 @@ impl Writer {
             "reportingComponent": component, "reportingInstance": component,
             "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         });
-        let path = format!("/api/v1/namespaces/{namespace}/events");
+        let path = format!("/api/v1/namespaces/{}/events", segment(&namespace));
         match self
             .send(
                 Method::POST,

@@ -185,7 +185,7 @@ fn every_kind_of_bad_file_gets_one_clear_line() {
 
     assert_rejected(
         &windlass_tests::plugin("test-wrongversion"),
-        "built for windlass:controller@0.2.0",
+        "built for windlass:controller@0.9.0",
     );
     assert_rejected(
         &windlass_tests::plugin("test-missing-export"),

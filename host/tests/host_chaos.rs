@@ -315,6 +315,7 @@ async fn run_seed(seed: u64, objects: u64) -> (u64, u64) {
             namespace: Some("default".into()),
             label_selector: None,
             field_selector: None,
+            indexed: false,
         })
         .await
         .expect("ConfigMap informer");

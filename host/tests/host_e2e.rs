@@ -532,3 +532,244 @@ async fn a_change_to_a_read_kind_reconciles_what_map_returns() {
     keys("a,b,c").await;
     host.shutdown().await;
 }
+
+/// The first hole found in the boundary, end to end: a plugin that declares
+/// only ConfigMaps in its own namespace returns deletes, applies and
+/// patches whose namespaces and names carry paths. Each reconcile fails
+/// with a ReconcileFailed event naming the problem, the Secret the paths
+/// pointed at is still there, and the other plugin keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_plugin_reaches_nothing_it_did_not_declare() {
+    let Env {
+        server: _server,
+        client,
+        host,
+    } = env().await;
+    load_fixture(&host, "test-hostile").await;
+    create(
+        &client,
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "hostile"}}),
+    )
+    .await;
+    let victim = "/api/v1/namespaces/default/secrets/victim";
+    create(
+        &client,
+        "/api/v1/namespaces/default/secrets",
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "victim"}}),
+    )
+    .await;
+    create(
+        &client,
+        CONFIGMAPS,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "victim"}}),
+    )
+    .await;
+    let attacks = [
+        "delete-namespace",
+        "delete-name",
+        "apply-namespace",
+        "patch-namespace",
+        "other-namespace",
+        "event-namespace",
+    ];
+    for attack in attacks {
+        create(
+            &client,
+            "/api/v1/namespaces/hostile/configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": attack}, "data": {"attack": attack}}),
+        )
+        .await;
+    }
+    eventually(
+        "a ReconcileFailed event per attack",
+        Duration::from_secs(30),
+        || async {
+            let events = get(&client, "/api/v1/namespaces/hostile/events").await;
+            let failed: Vec<&Value> = events["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["reason"] == "ReconcileFailed")
+                .collect();
+            for attack in attacks {
+                let Some(e) = failed
+                    .iter()
+                    .find(|e| e["involvedObject"]["name"] == attack)
+                else {
+                    return Err(format!("no event for {attack} yet"));
+                };
+                let message = e["message"].as_str().unwrap_or_default();
+                if !message.contains("test-hostile") || !message.contains("nothing was written") {
+                    return Err(format!("{attack}: {message}"));
+                }
+            }
+            Ok(())
+        },
+    )
+    .await;
+    assert_eq!(get(&client, victim).await["metadata"]["name"], "victim");
+    assert_eq!(
+        get(&client, &format!("{CONFIGMAPS}/victim")).await["metadata"]["name"],
+        "victim"
+    );
+    let rs = create_rs(&client, "still-works", 2).await;
+    let uid = rs["metadata"]["uid"].as_str().unwrap().to_owned();
+    eventually(
+        "the replicaset plugin still works",
+        Duration::from_secs(30),
+        || async {
+            let n = live_pods(&client, &uid).await.len();
+            (n == 2).then_some(()).ok_or(format!("{n} pods"))
+        },
+    )
+    .await;
+    host.shutdown().await;
+}
+
+/// A write the manifest allows that fails with 404 every time (a binding of
+/// a pod that does not exist) is not retried every few milliseconds: after
+/// a few quick tries it backs off like a failure and says so in an event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_keeps_failing_backs_off_with_an_event() {
+    let Env {
+        server: _server,
+        client,
+        host,
+    } = env().await;
+    load_fixture(&host, "test-hostile").await;
+    create(
+        &client,
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "hostile"}}),
+    )
+    .await;
+    create(
+        &client,
+        "/api/v1/namespaces/hostile/configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "ghost"}, "data": {"attack": "bind-missing"}}),
+    )
+    .await;
+    eventually(
+        "a warning that the write keeps failing",
+        Duration::from_secs(30),
+        || async {
+            let events = get(&client, "/api/v1/namespaces/hostile/events").await;
+            events["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| {
+                    e["involvedObject"]["name"] == "ghost"
+                        && e["type"] == "Warning"
+                        && e["message"]
+                            .as_str()
+                            .is_some_and(|m| m.contains("keeps failing") && m.contains("404"))
+                })
+                .map(|_| ())
+                .ok_or_else(|| events.to_string())
+        },
+    )
+    .await;
+    // Backing off: over the next two seconds a 20 ms retry loop would make
+    // about a hundred attempts; backoff makes a handful.
+    let attempts = || async {
+        host.controller_stats()
+            .await
+            .into_iter()
+            .find(|(name, ..)| name == "test-hostile")
+            .map(|(_, _, s, _)| s.reconciles)
+            .unwrap_or(0)
+    };
+    let before = attempts().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = attempts().await;
+    assert!(after - before < 20, "{} attempts in 2 s", after - before);
+    host.shutdown().await;
+}
+
+/// Finalizer names are unique across loaded plugins: a second plugin
+/// declaring a finalizer another uses is refused with a message naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_plugins_cannot_share_a_finalizer() {
+    let Env {
+        server: _server,
+        client: _client,
+        host,
+    } = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        dir.path().join("twin-a.wasm"),
+        dir.path().join("twin-b.wasm"),
+    );
+    std::fs::copy(windlass_tests::plugin("test-hostile"), &a).unwrap();
+    std::fs::copy(windlass_tests::plugin("test-hostile"), &b).unwrap();
+    let settings = |name: &str| Some(json!({"manifest": "twin", "name": name}).to_string());
+    host.load_file_with(&a, settings("twin-a"))
+        .await
+        .expect("the first twin loads");
+    let err = host
+        .load_file_with(&b, settings("twin-b"))
+        .await
+        .expect_err("the second twin is refused")
+        .to_string();
+    assert!(
+        err.contains("\"example.com/twin\"") && err.contains("twin-a"),
+        "{err}"
+    );
+    host.shutdown().await;
+}
+
+/// Contract versions side by side: a plugin built against the released 0.1
+/// contract loads and reconciles in the same host as 0.2 plugins (the
+/// replicaset plugin is built with the SDK, which builds 0.2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_0_1_plugin_runs_beside_0_2_plugins() {
+    let Env {
+        server: _server,
+        client,
+        host,
+    } = env().await;
+    load_fixture(&host, "test-v01").await;
+    let contracts: Vec<String> = host
+        .status()
+        .await
+        .into_iter()
+        .map(|r| {
+            format!(
+                "{}={}",
+                r.name.unwrap_or_default(),
+                r.contract.unwrap_or_default()
+            )
+        })
+        .collect();
+    assert!(
+        contracts.contains(&"test-v01=0.1.0".to_owned())
+            && contracts.contains(&"replicaset=0.2.0".to_owned()),
+        "{contracts:?}"
+    );
+    create(
+        &client,
+        CONFIGMAPS,
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "old", "labels": {"windlass.dev/test": "v01"}}}),
+    )
+    .await;
+    let rs = create_rs(&client, "beside", 2).await;
+    let uid = rs["metadata"]["uid"].as_str().unwrap().to_owned();
+    eventually(
+        "both plugins reconcile",
+        Duration::from_secs(30),
+        || async {
+            let cm = get(&client, &format!("{CONFIGMAPS}/old")).await;
+            let pods = live_pods(&client, &uid).await.len();
+            (cm["data"]["contract"] == "0.1" && pods == 2)
+                .then_some(())
+                .ok_or(format!("{cm} / {pods} pods"))
+        },
+    )
+    .await;
+    host.shutdown().await;
+}

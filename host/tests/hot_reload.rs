@@ -150,3 +150,129 @@ async fn plugins_come_go_and_survive_broken_updates() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// Where plugin files come from in a cluster, and what must not be loaded:
+/// a ConfigMap mounted as a volume changes by swapping its hidden `..data`
+/// symlink (no event for the plugin file itself), a rename moves a plugin
+/// without stopping it, and a symlink leading out of the directory or a
+/// FIFO is refused with a reason (reading a FIFO would block forever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_directory_is_kept_in_step_as_a_whole() {
+    use std::os::unix::fs::symlink;
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
+        .await
+        .unwrap();
+    let client = ApiClient::from_kubeconfig_yaml(&server.kubeconfig())
+        .await
+        .unwrap();
+    let host = Arc::new(
+        Host::new(
+            client.clone(),
+            HostConfig {
+                runtime: RuntimeConfig {
+                    artifact_dir: None,
+                    ..RuntimeConfig::default()
+                },
+                ..HostConfig::default()
+            },
+        )
+        .unwrap(),
+    );
+    let outside = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The layout kubelet gives a ConfigMap volume.
+    std::fs::create_dir(d.join("..2026_11_23_a")).unwrap();
+    std::fs::copy(
+        windlass_tests::plugin("test-noop"),
+        d.join("..2026_11_23_a/plugin.wasm"),
+    )
+    .unwrap();
+    symlink("..2026_11_23_a", d.join("..data")).unwrap();
+    symlink("..data/plugin.wasm", d.join("plugin.wasm")).unwrap();
+    let _watch = PluginDir::watch(d, host.clone()).await.unwrap();
+    let named = |file: &'static str| {
+        let host = host.clone();
+        async move {
+            host.status()
+                .await
+                .into_iter()
+                .find(|r| r.file.ends_with(file))
+                .and_then(|r| r.name.filter(|_| r.error.is_none()))
+        }
+    };
+    assert_eq!(named("plugin.wasm").await.as_deref(), Some("test-noop"));
+
+    // A ConfigMap update: new data directory, `..data` swapped atomically.
+    std::fs::create_dir(d.join("..2026_11_23_b")).unwrap();
+    std::fs::copy(
+        windlass_tests::plugin("test-reads"),
+        d.join("..2026_11_23_b/plugin.wasm"),
+    )
+    .unwrap();
+    symlink("..2026_11_23_b", d.join("..data_tmp")).unwrap();
+    std::fs::rename(d.join("..data_tmp"), d.join("..data")).unwrap();
+    std::fs::remove_dir_all(d.join("..2026_11_23_a")).unwrap();
+    until("the swap reloads the plugin", async || {
+        named("plugin.wasm").await.as_deref() == Some("test-reads")
+    })
+    .await;
+    assert!(
+        host.status()
+            .await
+            .iter()
+            .all(|r| r.name.as_deref() != Some("test-noop")),
+        "the old plugin stopped"
+    );
+
+    // A rename: the plugin moves, and runs throughout.
+    std::fs::copy(windlass_tests::plugin("test-rogue"), d.join("a.wasm")).unwrap();
+    until("a.wasm runs", async || named("a.wasm").await.is_some()).await;
+    std::fs::rename(d.join("a.wasm"), d.join("b.wasm")).unwrap();
+    until("the renamed file runs the plugin", async || {
+        named("b.wasm").await.as_deref() == Some("test-rogue")
+    })
+    .await;
+    assert!(
+        host.status()
+            .await
+            .iter()
+            .all(|r| !r.file.ends_with("a.wasm")),
+        "{:?}",
+        host.status().await
+    );
+
+    // Refused: a symlink out of the directory, and a FIFO.
+    std::fs::copy(
+        windlass_tests::plugin("test-noop"),
+        outside.path().join("x.wasm"),
+    )
+    .unwrap();
+    symlink(outside.path().join("x.wasm"), d.join("escape.wasm")).unwrap();
+    let fifo = d.join("fifo.wasm");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let error_of = |file: &'static str| {
+        let host = host.clone();
+        async move {
+            host.status()
+                .await
+                .into_iter()
+                .find(|r| r.file.ends_with(file))
+                .and_then(|r| r.error)
+        }
+    };
+    until("both are refused with a reason", async || {
+        error_of("escape.wasm")
+            .await
+            .is_some_and(|e| e.contains("outside the plugins directory"))
+            && error_of("fifo.wasm")
+                .await
+                .is_some_and(|e| e.contains("not a regular file"))
+    })
+    .await;
+    assert!(named("escape.wasm").await.is_none());
+
+    host.shutdown().await;
+    server.shutdown().await;
+}

@@ -118,3 +118,53 @@ async fn a_silent_leader_loses_the_lease_and_knows_it() {
             .is_err()
     );
 }
+
+/// The lease is renewed while plugins load: a load that takes three lease
+/// durations does not let another replica take over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_is_renewed_while_plugins_load() {
+    let (_server, client) = server().await;
+    let mut a = Elector::new(client.clone(), config("a"));
+    let mut b = Elector::new(client.clone(), config("b"));
+    a.acquire().await;
+    let slow_load = async {
+        // A load three lease durations long, then some work.
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        "loaded"
+    };
+    let (led, taken) = tokio::join!(
+        a.lead(slow_load),
+        tokio::time::timeout(Duration::from_secs(5), b.acquire())
+    );
+    assert_eq!(led.expect("a keeps the lease"), "loaded");
+    assert!(taken.is_err(), "b took the lease while a was loading");
+    assert_eq!(lease(&client).await["spec"]["holderIdentity"], "a");
+}
+
+/// A leader cut off from the server stops reconciling before the lease can
+/// expire for anyone else: `lead` gives up within the renew deadline, and
+/// the other replica can only take over once the lease duration has run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_cannot_renew_stops_before_another_can_lead() {
+    let (server, direct) = server().await;
+    let proxy = Proxy::start(server.addr()).await;
+    let mut a = Elector::new(proxied(&server, &proxy).await, config("a"));
+    a.acquire().await;
+    proxy.set_refusing(true);
+    proxy.cut_all();
+    let mut b = Elector::new(direct.clone(), config("b"));
+    let (a_stopped, b_leads) = tokio::join!(
+        async {
+            let lost = a.lead(std::future::pending::<()>()).await;
+            assert!(lost.is_err(), "a cannot lead on");
+            Instant::now()
+        },
+        async {
+            tokio::time::timeout(Duration::from_secs(10), b.acquire())
+                .await
+                .expect("b takes the lease once it expires");
+            Instant::now()
+        }
+    );
+    assert!(a_stopped < b_leads, "a stopped only after b led");
+}

@@ -275,7 +275,7 @@ fn bad_components_are_rejected_with_a_reason() {
         .unwrap_err();
     assert!(matches!(err, LoadError::WrongVersion { .. }), "{err:?}");
     assert!(
-        err.to_string().contains("windlass:controller@0.2.0"),
+        err.to_string().contains("windlass:controller@0.9.0"),
         "{err}"
     );
 

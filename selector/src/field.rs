@@ -42,7 +42,7 @@ impl FieldSelector {
     pub fn parse(input: &str) -> Result<Self, SelectorError> {
         let mut requirements = Vec::new();
         for clause in split_unescaped(input, ',') {
-            let clause = clause.trim();
+            let clause = trim_unescaped(clause);
             if clause.is_empty() {
                 if input.trim().is_empty() {
                     continue;
@@ -137,15 +137,33 @@ fn requirement(
     value: &str,
     negated: bool,
 ) -> Result<FieldRequirement, SelectorError> {
-    let field = unescape(field.trim());
+    let field = unescape(trim_unescaped(field));
     if field.is_empty() {
         return Err(SelectorError::field(input, "a clause has no field name"));
     }
     Ok(FieldRequirement {
         field,
-        value: unescape(value.trim()),
+        value: unescape(trim_unescaped(value)),
         negated,
     })
+}
+
+/// `s` without surrounding whitespace, keeping an escaped space at the end
+/// (`a\ `), which is part of the value.
+fn trim_unescaped(s: &str) -> &str {
+    let s = s.trim_start();
+    let mut end = s.len();
+    for (i, c) in s.char_indices().rev() {
+        if !c.is_whitespace() {
+            break;
+        }
+        let backslashes = s[..i].bytes().rev().take_while(|&b| b == b'\\').count();
+        if backslashes % 2 == 1 {
+            break;
+        }
+        end = i;
+    }
+    &s[..end]
 }
 
 fn split_unescaped(s: &str, sep: char) -> Vec<&str> {
@@ -181,10 +199,13 @@ fn unescape(s: &str) -> String {
     out
 }
 
+/// The text form of a field or value: separators and operators escaped,
+/// and whitespace at either end too (parsing trims what is unescaped).
 fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '\\' | ',' | '=' | '!') {
+    let last = s.chars().count().saturating_sub(1);
+    for (i, c) in s.chars().enumerate() {
+        if matches!(c, '\\' | ',' | '=' | '!') || (c.is_whitespace() && (i == 0 || i == last)) {
             out.push('\\');
         }
         out.push(c);
@@ -228,6 +249,21 @@ mod tests {
         assert_eq!(sel.requirements()[0].value(), "a,b=c");
         assert_eq!(FieldSelector::parse(&sel.to_string()).unwrap(), sel);
         assert_eq!(sel.pinned_value("metadata.name"), Some("a,b=c"));
+    }
+
+    /// Found by the property tests: spaces at a value's ends are escaped
+    /// when printed, and an escaped space is not trimmed when parsed.
+    #[test]
+    fn spaces_at_the_ends_round_trip() {
+        for value in [" in", "in ", " ", "a b", "\t x \t"] {
+            let sel = FieldSelector::parse(&format!("f={}", escape(value))).unwrap();
+            assert_eq!(sel.requirements()[0].value(), value, "{value:?}");
+            assert_eq!(FieldSelector::parse(&sel.to_string()).unwrap(), sel);
+        }
+        assert_eq!(
+            FieldSelector::parse("f = v ").unwrap().requirements()[0].value(),
+            "v"
+        );
     }
 
     #[test]

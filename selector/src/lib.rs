@@ -15,6 +15,7 @@
 
 mod field;
 mod label;
+pub mod names;
 mod pod_resources;
 mod quantity;
 pub mod quota;

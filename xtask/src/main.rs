@@ -209,16 +209,8 @@ fn run(args: &[String]) -> Result<()> {
     }
     let windlass = target_dir().join("debug").join("windlass");
     let kubeconfig = target_dir().join("windlass.kubeconfig");
-    eprintln!();
-    eprintln!(
-        "windlass: embedded API server; kubeconfig at {}",
-        kubeconfig.display()
-    );
-    eprintln!(
-        "try:      kubectl --kubeconfig {} apply -f examples/replicaset.yaml",
-        kubeconfig.display()
-    );
-    eprintln!();
+    // A kubeconfig left by an earlier run names an old port.
+    let _ = std::fs::remove_file(&kubeconfig);
     let mut cmd = Command::new(windlass);
     cmd.current_dir(root())
         .args([
@@ -232,7 +224,70 @@ fn run(args: &[String]) -> Result<()> {
         .arg("--plugins")
         .arg(&dir)
         .args(args);
-    status(&mut cmd)
+    eprintln!("$ {}", describe(&cmd));
+    let mut child = cmd.spawn().context("could not start windlass")?;
+    let started = std::time::Instant::now();
+    while !kubeconfig.is_file() {
+        if let Some(status) = child.try_wait()? {
+            bail!("windlass exited before it was up ({status})");
+        }
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            eprintln!(
+                "windlass did not write {} within a minute",
+                kubeconfig.display()
+            );
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let k = kubeconfig.display();
+    seed_nodes(&kubeconfig);
+    eprintln!();
+    eprintln!("windlass: embedded API server; kubeconfig at {k}");
+    eprintln!("plugins:  {}", dir.display());
+    eprintln!("try:");
+    for line in [
+        "get nodes".to_owned(),
+        "create deployment web --image=nginx --replicas=2".to_owned(),
+        "get deploy,rs,pods -o wide".to_owned(),
+        "apply -f examples/namespace.yaml -f examples/deployment.yaml".to_owned(),
+        "-n shop get pods -o wide".to_owned(),
+        "-n shop scale deploy/web --replicas=4   # the 4th stays Pending: see `describe pod`".to_owned(),
+        "-n shop set image deploy/web web=nginx:1.28 && kubectl --kubeconfig {k} -n shop rollout status deploy/web".to_owned(),
+    ] {
+        eprintln!("  kubectl --kubeconfig {k} {}", line.replace("{k}", &k.to_string()));
+    }
+    eprintln!();
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("windlass exited with {status}");
+    }
+    Ok(())
+}
+
+/// Creates the simulated nodes of `examples/nodes.yaml` that are absent,
+/// with the real kubectl; without kubectl, says how to do it by hand.
+fn seed_nodes(kubeconfig: &Path) {
+    let nodes = root().join("examples").join("nodes.yaml");
+    let out = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["create", "-f"])
+        .arg(&nodes)
+        .output();
+    match out {
+        Ok(out) => {
+            // Existing nodes are left as they are ("AlreadyExists").
+            let text = String::from_utf8_lossy(&out.stdout);
+            let created = text.lines().filter(|l| l.contains("created")).count();
+            eprintln!("example nodes: {created} created (examples/nodes.yaml)");
+        }
+        Err(e) => eprintln!(
+            "could not run kubectl ({e}); create the example nodes with: kubectl --kubeconfig {} apply -f {}",
+            kubeconfig.display(),
+            nodes.display()
+        ),
+    }
 }
 
 fn bench(args: &[String]) -> Result<()> {
@@ -241,6 +296,7 @@ fn bench(args: &[String]) -> Result<()> {
         ("windlass", "runtime"),
         ("windlass-apiserver", "apiserver"),
         ("windlass", "host"),
+        ("windlass", "chain"),
     ] {
         status(
             cargo()

@@ -1,5 +1,5 @@
 //! The thread-local link between a running `Harness` call and the native
-//! versions of `cache::get`, `cache::list` and `log::log`.
+//! versions of the `cache` reads, `instance::settings` and `log::log`.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -63,4 +63,55 @@ pub(crate) fn log(level: Level, message: &str) {
     if let Some(s) = state {
         s.logs.borrow_mut().push((level, message.to_owned()));
     }
+}
+
+pub(crate) fn cache_lookup(kind: &KindRef, key: &str) -> Result<Vec<Vec<u8>>, Error> {
+    with_state(|s| {
+        s.check_indexed(kind)?;
+        Ok(s.entries(kind)
+            .into_iter()
+            .filter(|(_, e)| e.keys.iter().any(|k| k == key))
+            .map(|(_, e)| e.summary)
+            .collect())
+    })
+}
+
+pub(crate) fn cache_lookup_objects(kind: &KindRef, key: &str) -> Result<Vec<Object>, Error> {
+    with_state(|s| {
+        s.check_indexed(kind)?;
+        Ok(s.entries(kind)
+            .into_iter()
+            .filter(|(_, e)| e.keys.iter().any(|k| k == key))
+            .map(|(o, _)| o)
+            .collect())
+    })
+}
+
+pub(crate) fn cache_totals(kind: &KindRef, keys: &[&str]) -> Result<Vec<Vec<i64>>, Error> {
+    with_state(|s| {
+        s.check_indexed(kind)?;
+        let entries = s.entries(kind);
+        Ok(keys
+            .iter()
+            .map(|key| {
+                let mut sums: Vec<i64> = Vec::new();
+                for (_, e) in entries
+                    .iter()
+                    .filter(|(_, e)| e.keys.iter().any(|k| k == key))
+                {
+                    if sums.len() < e.amounts.len() {
+                        sums.resize(e.amounts.len(), 0);
+                    }
+                    for (sum, a) in sums.iter_mut().zip(&e.amounts) {
+                        *sum = sum.saturating_add(*a);
+                    }
+                }
+                sums
+            })
+            .collect())
+    })
+}
+
+pub(crate) fn settings() -> Option<String> {
+    CURRENT.with(|c| c.borrow().as_ref().and_then(|s| s.settings.clone()))
 }

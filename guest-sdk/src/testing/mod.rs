@@ -11,6 +11,7 @@
 //! and play the host's writer against the fake cache, so a test can check
 //! that repeated reconciles settle (level-triggered behaviour).
 
+mod boundary;
 pub(crate) mod context;
 mod load;
 mod writer;
@@ -25,7 +26,10 @@ use windlass_selector::LabelSelector;
 pub use load::parse_objects;
 
 use crate::log::Level;
-use crate::{Controller, Error, KindRef, Manifest, Object, ObjectRef, Outcome, Request, Write};
+use crate::{
+    Controller, Error, IndexEntry, KindRef, Manifest, Object, ObjectRef, Outcome, Request, Time,
+    Write, WriteFailure,
+};
 
 /// The fake host state shared by a harness and the calls it runs.
 pub(crate) struct State {
@@ -34,6 +38,9 @@ pub(crate) struct State {
     violations: RefCell<Vec<String>>,
     logs: RefCell<Vec<(Level, String)>>,
     counter: Cell<u64>,
+    /// The controller's `index`.
+    indexer: fn(&Object) -> Option<IndexEntry>,
+    settings: Option<String>,
 }
 
 impl State {
@@ -71,6 +78,40 @@ impl State {
             .collect())
     }
 
+    /// Checks that `kind` is declared in an indexed watch, for the indexed reads.
+    fn check_indexed(&self, kind: &KindRef) -> Result<(), Error> {
+        self.check_read(&kind.api_version, &kind.kind)?;
+        let m = &self.manifest;
+        let indexed = std::iter::once(&m.reconciles)
+            .chain(&m.owns)
+            .chain(&m.reads)
+            .any(|w| w.indexed && w.kind == *kind);
+        if indexed {
+            return Ok(());
+        }
+        let message = format!(
+            "plugin {:?} read the index of {kind}, but no watch of that kind is indexed \
+             (`Watch::indexed`)",
+            m.name
+        );
+        self.violations.borrow_mut().push(message.clone());
+        Err(Error::permanent(message))
+    }
+
+    /// The index entries of every cached object of `kind`, ordered by
+    /// namespace then name, as the host files them.
+    fn entries(&self, kind: &KindRef) -> Vec<(Object, IndexEntry)> {
+        self.store
+            .borrow()
+            .values()
+            .filter(|o| o.is(&kind.api_version, &kind.kind))
+            .filter_map(|o| {
+                let sent = as_sent(o);
+                (self.indexer)(&sent).map(|e| (sent, e))
+            })
+            .collect()
+    }
+
     fn next(&self) -> u64 {
         let n = self.counter.get() + 1;
         self.counter.set(n);
@@ -98,6 +139,8 @@ impl State {
 pub struct Harness<C> {
     state: Rc<State>,
     attempt: u32,
+    now: Time,
+    last_failure: Option<WriteFailure>,
     controller: PhantomData<fn() -> C>,
 }
 
@@ -108,19 +151,49 @@ impl<C: Controller> Default for Harness<C> {
 }
 
 impl<C: Controller> Harness<C> {
-    /// A harness with an empty cache. Calls the controller's `manifest()`.
+    /// A harness with an empty cache and no settings. Calls the
+    /// controller's `manifest()`.
     pub fn new() -> Self {
-        Self {
+        Self::build(None).unwrap_or_else(|e| panic!("manifest() failed: {e}"))
+    }
+
+    /// A harness for an instance with these settings (a JSON object), as
+    /// the host would load it: `try_manifest` runs with them, and its error
+    /// is returned.
+    pub fn with_settings(settings: serde_json::Value) -> Result<Self, Error> {
+        Self::build(Some(settings.to_string()))
+    }
+
+    fn build(settings: Option<String>) -> Result<Self, Error> {
+        // `try_manifest` may read the settings: run it inside a call.
+        let probe = Rc::new(State {
+            manifest: Manifest::new("", crate::Watch::kind("", "")),
+            store: RefCell::new(BTreeMap::new()),
+            violations: RefCell::new(Vec::new()),
+            logs: RefCell::new(Vec::new()),
+            counter: Cell::new(0),
+            indexer: C::index,
+            settings: settings.clone(),
+        });
+        let manifest = {
+            let _enter = context::Enter::new(&probe);
+            C::try_manifest()?
+        };
+        Ok(Self {
             state: Rc::new(State {
-                manifest: C::manifest(),
+                manifest,
                 store: RefCell::new(BTreeMap::new()),
                 violations: RefCell::new(Vec::new()),
                 logs: RefCell::new(Vec::new()),
                 counter: Cell::new(0),
+                indexer: C::index,
+                settings,
             }),
             attempt: 0,
+            now: Time::UNIX_EPOCH,
+            last_failure: None,
             controller: PhantomData,
-        }
+        })
     }
 
     /// Adds the objects in `text` to the cache (see [`parse_objects`] for the
@@ -143,6 +216,28 @@ impl<C: Controller> Harness<C> {
     pub fn with_attempt(mut self, attempt: u32) -> Self {
         self.attempt = attempt;
         self
+    }
+
+    /// Sets `Request::now` for the following calls (default: the Unix epoch).
+    pub fn with_now(mut self, now: Time) -> Self {
+        self.now = now;
+        self
+    }
+
+    /// Sets `Request::now` for the following calls.
+    pub fn set_now(&mut self, now: Time) {
+        self.now = now;
+    }
+
+    /// Sets `Request::last_failure` for the following calls.
+    pub fn set_last_failure(&mut self, failure: Option<WriteFailure>) {
+        self.last_failure = failure;
+    }
+
+    /// What the controller's `index` files `object` under.
+    pub fn index(&self, object: &Object) -> Option<IndexEntry> {
+        let _enter = context::Enter::new(&self.state);
+        C::index(&as_sent(object))
     }
 
     /// The controller's manifest.
@@ -208,6 +303,8 @@ impl<C: Controller> Harness<C> {
             object,
             owned,
             attempt: self.attempt,
+            now: self.now,
+            last_failure: self.last_failure.clone(),
         }
     }
 
@@ -225,25 +322,40 @@ impl<C: Controller> Harness<C> {
 
     /// Calls `reconcile` with a hand-made request, enforcing the manifest.
     pub fn run_reconcile(&self, req: Request) -> Result<Outcome, Error> {
-        self.call(|| C::reconcile(req))
+        let ns = req.key.namespace.clone();
+        self.call(ns.as_deref(), || C::reconcile(req))
     }
 
     /// Calls `finalize` for `key` as the host would, enforcing the manifest.
     pub fn finalize_key(&self, key: &ObjectRef) -> Result<Outcome, Error> {
         let req = self.request(key);
-        self.call(|| C::finalize(req))
+        self.call(key.namespace.as_deref(), || C::finalize(req))
     }
 
-    /// Calls `map` for a changed `reads` object.
+    /// Calls `map` for a changed `reads` object; as the host does, refuses
+    /// keys that are not of the reconciled kind or not valid names.
     pub fn map(&self, changed: &Object) -> Result<Vec<ObjectRef>, Error> {
         let _enter = context::Enter::new(&self.state);
         self.state.violations.borrow_mut().clear();
-        let keys = C::map(changed);
+        let keys = C::map(&as_sent(changed));
         self.check_violations()?;
+        let primary = &self.state.manifest.reconciles;
+        for k in &keys {
+            boundary::check_ref(k).map_err(Error::permanent)?;
+            if !k.is_kind(&primary.kind) || !primary.covers(k.namespace.as_deref()) {
+                return Err(Error::permanent(format!(
+                    "map returned {k}, which the plugin does not reconcile"
+                )));
+            }
+        }
         Ok(keys)
     }
 
-    fn call(&self, f: impl FnOnce() -> Result<Outcome, Error>) -> Result<Outcome, Error> {
+    fn call(
+        &self,
+        key_namespace: Option<&str>,
+        f: impl FnOnce() -> Result<Outcome, Error>,
+    ) -> Result<Outcome, Error> {
         let _enter = context::Enter::new(&self.state);
         self.state.violations.borrow_mut().clear();
         let result = f();
@@ -252,15 +364,18 @@ impl<C: Controller> Harness<C> {
         self.check_violations()?;
         let outcome = result?;
         for w in &outcome.writes {
-            let (api_version, kind) = w.target_kind();
-            if !self.state.manifest.may_write(api_version, kind) {
-                return Err(Error::permanent(format!(
-                    "plugin {:?} wrote {}, a kind its manifest does not declare in \
-                     reconciles or owns",
+            boundary::check_write(&self.state.manifest, w, key_namespace).map_err(|e| {
+                Error::permanent(format!(
+                    "plugin {:?} wrote {}: {e}",
                     self.state.manifest.name,
                     describe(w),
-                )));
-            }
+                ))
+            })?;
+        }
+        for e in &outcome.events {
+            boundary::check_event(&self.state.manifest, e).map_err(|e| {
+                Error::permanent(format!("plugin {:?}: {e}", self.state.manifest.name))
+            })?;
         }
         Ok(outcome)
     }

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::State;
-use crate::{Error, Object, ObjectRef, Outcome, Write};
+use crate::{DeleteOptions, Error, Object, ObjectRef, Outcome, Write};
 
 pub(crate) fn apply(state: &State, key: &ObjectRef, outcome: &Outcome) -> Result<(), Error> {
     let primary = state.store.borrow().get(key).cloned();
@@ -26,11 +26,21 @@ pub(crate) fn apply(state: &State, key: &ObjectRef, outcome: &Outcome) -> Result
                 let status = o.get("status").cloned().unwrap_or(Value::Null);
                 update(state, &o.object_ref(), |live| live.set("status", status))?;
             }
-            Write::MergePatch { target, patch } => {
-                update(state, target, |live| merge(live.value_mut(), patch))?;
+            Write::MergePatch { target, patch, .. } => {
+                let target = defaulted(target, primary.as_ref());
+                update(state, &target, |live| merge(live.value_mut(), patch))?;
             }
-            Write::Delete(r) => {
-                state.store.borrow_mut().remove(r);
+            Write::Delete { target, options } => {
+                let target = defaulted(target, primary.as_ref());
+                delete(state, &target, options)?;
+            }
+            Write::CreateSubresource {
+                target,
+                subresource,
+                body,
+            } => {
+                let target = defaulted(target, primary.as_ref());
+                create_subresource(state, &target, subresource, body)?;
             }
         }
     }
@@ -44,6 +54,121 @@ pub(crate) fn apply(state: &State, key: &ObjectRef, outcome: &Outcome) -> Result
         });
     }
     Ok(())
+}
+
+/// `r` with the primary object's namespace when it names none, as the host
+/// fills it in.
+fn defaulted(r: &ObjectRef, primary: Option<&Object>) -> ObjectRef {
+    let mut r = r.clone();
+    if r.namespace.is_none() {
+        r.namespace = primary.and_then(Object::namespace).map(str::to_owned);
+        // A cluster-scoped target stays without one if that is how it is stored.
+    }
+    r
+}
+
+/// Deletes as the API server does: preconditions are checked (a mismatch
+/// fails like a 409), a pod bound to a node with a grace period left is only
+/// marked terminating (`deletionTimestamp`, `deletionGracePeriodSeconds`),
+/// anything else goes at once. A missing object is fine.
+fn delete(state: &State, r: &ObjectRef, options: &DeleteOptions) -> Result<(), Error> {
+    let mut store = state.store.borrow_mut();
+    let key = if store.contains_key(r) {
+        r.clone()
+    } else {
+        ObjectRef {
+            namespace: None,
+            ..r.clone()
+        }
+    };
+    let Some(live) = store.get_mut(&key) else {
+        return Ok(());
+    };
+    if options
+        .uid
+        .as_deref()
+        .is_some_and(|uid| live.uid() != Some(uid))
+    {
+        return Err(Error::retry(format!("{r}: precondition failed: uid")));
+    }
+    if let Some(rv) = &options.resource_version
+        && live.resource_version() != Some(rv.as_str())
+    {
+        return Err(Error::retry(format!(
+            "{r}: precondition failed: resourceVersion"
+        )));
+    }
+    let grace = options.grace_period_seconds.unwrap_or_else(|| {
+        live.get_i64("spec.terminationGracePeriodSeconds")
+            .unwrap_or(30)
+    });
+    let graceful = live.is("v1", "Pod")
+        && live.get_str("spec.nodeName").is_some_and(|n| !n.is_empty())
+        && !matches!(live.get_str("status.phase"), Some("Succeeded" | "Failed"))
+        && grace > 0;
+    if graceful {
+        if live.deletion_timestamp().is_none() {
+            live.set("metadata.deletionTimestamp", "2026-01-01T00:00:00Z");
+        }
+        let shorter = live
+            .get_i64("metadata.deletionGracePeriodSeconds")
+            .map_or(grace, |g| g.min(grace));
+        live.set("metadata.deletionGracePeriodSeconds", shorter);
+        let n = state.next();
+        live.set("metadata.resourceVersion", n.to_string());
+        return Ok(());
+    }
+    store.remove(&key);
+    Ok(())
+}
+
+/// A binding sets the pod's node (and `PodScheduled`), as the API server's
+/// binding subresource does; an eviction deletes the pod with its options.
+fn create_subresource(
+    state: &State,
+    r: &ObjectRef,
+    subresource: &str,
+    body: &Object,
+) -> Result<(), Error> {
+    match (r.is("v1", "Pod"), subresource) {
+        (true, "binding") => {
+            let node = body
+                .get_str("target.name")
+                .ok_or_else(|| Error::permanent("a binding needs target.name"))?
+                .to_owned();
+            let store = state.store.borrow();
+            let bound = store
+                .get(r)
+                .and_then(|p| p.get_str("spec.nodeName"))
+                .is_some_and(|n| !n.is_empty());
+            drop(store);
+            if bound {
+                return Err(Error::retry(format!("{r} is already assigned to a node")));
+            }
+            update(state, r, |live| {
+                live.set("spec.nodeName", node.clone());
+                let mut conditions: Vec<serde_json::Value> = live
+                    .get("status.conditions")
+                    .and_then(|c| c.as_array().cloned())
+                    .unwrap_or_default();
+                conditions.retain(|c| c["type"] != "PodScheduled");
+                conditions.push(serde_json::json!({"type": "PodScheduled", "status": "True"}));
+                live.set("status.conditions", serde_json::Value::Array(conditions));
+            })
+        }
+        (true, "eviction") => {
+            let mut options = DeleteOptions::new();
+            options.grace_period_seconds = body.get_i64("deleteOptions.gracePeriodSeconds");
+            options.uid = body
+                .get_str("deleteOptions.preconditions.uid")
+                .map(str::to_owned);
+            delete(state, r, &options)
+        }
+        _ => Err(Error::permanent(format!(
+            "the test harness does not know the {subresource} subresource of {} {}",
+            r.api_version, r.kind
+        ))),
+    }
 }
 
 fn apply_one(state: &State, primary: Option<&Object>, o: &Object) -> ObjectRef {

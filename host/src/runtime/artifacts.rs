@@ -21,8 +21,19 @@ pub(crate) struct ArtifactCache {
 }
 
 impl ArtifactCache {
+    /// Opens (creating it, private, if needed) the cache in `dir`, which
+    /// must be a directory owned by this process's user that no one else
+    /// may write: whoever can write there can make the host run their
+    /// native code.
     pub(crate) fn new(dir: PathBuf, engine: &Engine) -> std::io::Result<Self> {
-        fs::create_dir_all(&dir)?;
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)?;
+        }
+        check_private(&dir)?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         Ok(Self {
@@ -94,6 +105,38 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Refuses a cache directory that is not a directory, is writable by group
+/// or others, or belongs to another user (told by a probe file this process
+/// creates in it, whose owner is this process's user).
+fn check_private(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let refuse = |why: String| {
+        Err(std::io::Error::other(format!(
+            "{} {why}; precompiled code is loaded from it as native code, so it must be a directory only this user can write (e.g. chmod 700)",
+            dir.display()
+        )))
+    };
+    let meta = fs::metadata(dir)?;
+    if !meta.is_dir() {
+        return refuse("is not a directory".into());
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o022 != 0 {
+        return refuse(format!(
+            "is writable by group or others (mode {:o})",
+            mode & 0o777
+        ));
+    }
+    let probe = dir.join(format!(".owner-probe-{}", std::process::id()));
+    fs::write(&probe, b"")?;
+    let mine = fs::metadata(&probe).map(|m| m.uid());
+    let _ = fs::remove_file(&probe);
+    if meta.uid() != mine? {
+        return refuse(format!("belongs to another user (uid {})", meta.uid()));
+    }
+    Ok(())
+}
+
 /// Lowercase hex of a digest.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
@@ -113,4 +156,24 @@ pub(crate) fn default_dir() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(std::env::temp_dir);
     base.join("windlass").join("artifacts")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_cache_others_may_write_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("artifacts");
+        std::fs::create_dir(&cache).unwrap();
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = super::check_private(&cache).unwrap_err().to_string();
+        assert!(err.contains("writable by group or others"), "{err}");
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(super::check_private(&cache).is_ok());
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"").unwrap();
+        assert!(super::check_private(&file).is_err());
+    }
 }

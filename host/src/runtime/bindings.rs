@@ -1,30 +1,84 @@
-//! The one `bindgen!` of the plugin world, and conversions from its types to
-//! the host's plain contract types.
+//! The one `bindgen!` module: the imports of each contract version the host
+//! implements (0.1 and 0.2), and the typed calls of their exports.
+//!
+//! Exports are not called through bindgen's generated types: their results
+//! are lifted as the capped types of `output.rs`, and requests are lowered
+//! borrowed from the host's `Request` (`RequestV1`, `RequestV2`), so a call
+//! copies each string once, into the guest, and no output is allocated past
+//! its cap.
 
-mod generated {
+pub(crate) mod v1 {
     wasmtime::component::bindgen!({
         path: "../wit/controller@0.1.0",
         world: "windlass:controller/controller@0.1.0",
+        imports: { default: trappable },
     });
 }
 
-pub(crate) use generated::windlass::controller::types as wit;
-pub(crate) use generated::windlass::controller::{cache, log};
-pub(crate) use generated::{Controller, ControllerPre};
+pub(crate) mod v2 {
+    wasmtime::component::bindgen!({
+        path: "../wit/controller@0.2.0",
+        world: "windlass:controller/controller@0.2.0",
+        imports: { default: trappable },
+    });
+}
 
 use wasmtime::AsContextMut;
 use wasmtime::component::{
     Component, ComponentExportIndex, ComponentType, Func, Instance, Lower, TypedFunc,
 };
 
-use crate::contract::{self, KindRef, Manifest, ObjectRef, Watch};
+use super::output::{self, MapOut, RawResult};
+use crate::contract::{self, IndexEntry, Manifest};
 
-/// The package this host implements; plugins must be built against it.
-pub(crate) const PACKAGE: &str = "windlass:controller@0.1.0";
+/// A contract version the host implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Contract {
+    /// `windlass:controller@0.1.0`
+    V1,
+    /// `windlass:controller@0.2.0`
+    V2,
+}
+
+impl Contract {
+    /// Every version, oldest first.
+    pub const ALL: [Contract; 2] = [Contract::V1, Contract::V2];
+
+    /// The package name and version, e.g. `windlass:controller@0.2.0`.
+    pub fn package(self) -> &'static str {
+        match self {
+            Contract::V1 => "windlass:controller@0.1.0",
+            Contract::V2 => "windlass:controller@0.2.0",
+        }
+    }
+
+    /// The version alone, e.g. `0.2.0`.
+    pub fn version(self) -> &'static str {
+        &self.package()[PACKAGE_NAME.len() + 1..]
+    }
+
+    /// The exports its world requires.
+    pub(crate) fn exports(self) -> &'static [&'static str] {
+        match self {
+            Contract::V1 => &["manifest", "reconcile", "finalize", "map"],
+            Contract::V2 => &["manifest", "reconcile", "finalize", "map", "index"],
+        }
+    }
+
+    /// The version a package string names, if the host implements it.
+    pub(crate) fn of_package(package: &str) -> Option<Contract> {
+        Self::ALL.into_iter().find(|c| c.package() == package)
+    }
+}
+
+impl std::fmt::Display for Contract {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.version())
+    }
+}
+
 /// The package name without its version, to recognise other versions.
 pub(crate) const PACKAGE_NAME: &str = "windlass:controller";
-/// The exports the world requires, to name a missing one precisely.
-pub(crate) const EXPORTS: [&str; 4] = ["manifest", "reconcile", "finalize", "map"];
 
 /// The world's exports, located once per component and type-checked once,
 /// by the first call of every loaded plugin ([`Exports::call_manifest`]).
@@ -35,31 +89,50 @@ pub(crate) const EXPORTS: [&str; 4] = ["manifest", "reconcile", "finalize", "map
 /// component's, the same in every instance of it (whichever linker made the
 /// instance), so one check covers all of them.
 pub(crate) struct Exports {
+    contract: Contract,
     manifest: ComponentExportIndex,
     reconcile: ComponentExportIndex,
     finalize: ComponentExportIndex,
     map: ComponentExportIndex,
+    /// 0.2 only.
+    index: Option<ComponentExportIndex>,
 }
 
-/// A reconcile-shaped export: `reconcile` or `finalize`.
-pub(crate) type ReconcileResult = Result<wit::Outcome, wit::ReconcileError>;
+type ManifestV1Fn = TypedFunc<(), (output::v1::ManifestOut,)>;
+type ManifestV2Fn = TypedFunc<(), (output::v2::ManifestResult,)>;
+type ReconcileV1Fn<'a> = TypedFunc<(RequestV1<'a>,), (output::v1::ReconcileOut,)>;
+type ReconcileV2Fn<'a> = TypedFunc<(RequestV2<'a>,), (output::v2::ReconcileOut,)>;
+type MapFn<'a> = TypedFunc<(&'a str,), (MapOut,)>;
+type IndexFn<'a> = TypedFunc<(&'a str,), (output::v2::IndexOut,)>;
 
-type ManifestFn = TypedFunc<(), (wit::Manifest,)>;
-type ReconcileFn<'a> = TypedFunc<(RequestParam<'a>,), (ReconcileResult,)>;
-type MapFn<'a> = TypedFunc<(&'a str,), (Vec<wit::ObjectRef>,)>;
+/// What `manifest` answered.
+pub(crate) enum ManifestAnswer {
+    Manifest(Box<Manifest>),
+    /// A 0.2 plugin refused to load, with its reason.
+    Refused(String),
+}
 
 // The unchecked `TypedFunc`s rest on the check in `call_manifest`.
 #[allow(unsafe_code)]
 impl Exports {
     /// `None` if an export is missing (`check_world` reports which).
-    pub(crate) fn new(component: &Component) -> Option<Self> {
+    pub(crate) fn new(component: &Component, contract: Contract) -> Option<Self> {
         let index = |name: &str| component.get_export_index(None, name);
         Some(Self {
+            contract,
             manifest: index("manifest")?,
             reconcile: index("reconcile")?,
             finalize: index("finalize")?,
             map: index("map")?,
+            index: match contract {
+                Contract::V1 => None,
+                Contract::V2 => Some(index("index")?),
+            },
         })
+    }
+
+    pub(crate) fn contract(&self) -> Contract {
+        self.contract
     }
 
     /// Calls `manifest`, after type-checking every export against the
@@ -72,15 +145,34 @@ impl Exports {
         &self,
         mut store: impl AsContextMut,
         instance: &Instance,
-    ) -> wasmtime::Result<wit::Manifest> {
+    ) -> wasmtime::Result<ManifestAnswer> {
         // The same aliases as the calls below use, so the checked
         // signatures cannot drift from the called ones.
-        for index in [&self.reconcile, &self.finalize] {
-            let _: ReconcileFn<'_> = instance.get_typed_func(&mut store, index)?;
-        }
         let _: MapFn<'_> = instance.get_typed_func(&mut store, self.map)?;
-        let f: ManifestFn = instance.get_typed_func(&mut store, self.manifest)?;
-        Ok(f.call(store, ())?.0)
+        match self.contract {
+            Contract::V1 => {
+                for index in [&self.reconcile, &self.finalize] {
+                    let _: ReconcileV1Fn<'_> = instance.get_typed_func(&mut store, index)?;
+                }
+                let f: ManifestV1Fn = instance.get_typed_func(&mut store, self.manifest)?;
+                Ok(ManifestAnswer::Manifest(Box::new(
+                    f.call(store, ())?.0.into(),
+                )))
+            }
+            Contract::V2 => {
+                for index in [&self.reconcile, &self.finalize] {
+                    let _: ReconcileV2Fn<'_> = instance.get_typed_func(&mut store, index)?;
+                }
+                if let Some(index) = &self.index {
+                    let _: IndexFn<'_> = instance.get_typed_func(&mut store, index)?;
+                }
+                let f: ManifestV2Fn = instance.get_typed_func(&mut store, self.manifest)?;
+                Ok(match f.call(store, ())?.0 {
+                    Ok(m) => ManifestAnswer::Manifest(Box::new(m.into())),
+                    Err(reason) => ManifestAnswer::Refused(reason.0),
+                })
+            }
+        }
     }
 
     /// Calls `finalize` if `finalize`, else `reconcile`.
@@ -90,16 +182,29 @@ impl Exports {
         instance: &Instance,
         finalize: bool,
         request: &contract::Request,
-    ) -> wasmtime::Result<ReconcileResult> {
+    ) -> wasmtime::Result<RawResult> {
         let index = if finalize {
             &self.finalize
         } else {
             &self.reconcile
         };
         let f = func(&mut store, instance, index)?;
-        // SAFETY: both exports were checked as this signature (`call_manifest`).
-        let f: ReconcileFn<'_> = unsafe { TypedFunc::new_unchecked(f) };
-        Ok(f.call(store, (RequestParam::from(request),))?.0)
+        match self.contract {
+            Contract::V1 => {
+                // SAFETY: both exports were checked as this signature (`call_manifest`).
+                let f: ReconcileV1Fn<'_> = unsafe { TypedFunc::new_unchecked(f) };
+                Ok(output::v1::raw(
+                    f.call(store, (RequestV1::from(request),))?.0,
+                ))
+            }
+            Contract::V2 => {
+                // SAFETY: as above.
+                let f: ReconcileV2Fn<'_> = unsafe { TypedFunc::new_unchecked(f) };
+                Ok(output::v2::raw(
+                    f.call(store, (RequestV2::from(request),))?.0,
+                ))
+            }
+        }
     }
 
     pub(crate) fn call_map(
@@ -107,11 +212,32 @@ impl Exports {
         mut store: impl AsContextMut,
         instance: &Instance,
         changed: &str,
-    ) -> wasmtime::Result<Vec<wit::ObjectRef>> {
+    ) -> wasmtime::Result<Vec<contract::ObjectRef>> {
         let f = func(&mut store, instance, &self.map)?;
         // SAFETY: checked as this signature (`call_manifest`).
         let f: MapFn<'_> = unsafe { TypedFunc::new_unchecked(f) };
-        Ok(f.call(store, (changed,))?.0)
+        Ok(f.call(store, (changed,))?
+            .0
+            .0
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// Calls `index` (0.2); a 0.1 plugin files nothing.
+    pub(crate) fn call_index(
+        &self,
+        mut store: impl AsContextMut,
+        instance: &Instance,
+        object: &str,
+    ) -> wasmtime::Result<Option<IndexEntry>> {
+        let Some(index) = &self.index else {
+            return Ok(None);
+        };
+        let f = func(&mut store, instance, index)?;
+        // SAFETY: checked as this signature (`call_manifest`).
+        let f: IndexFn<'_> = unsafe { TypedFunc::new_unchecked(f) };
+        Ok(f.call(store, (object,))?.0.map(Into::into))
     }
 }
 
@@ -126,74 +252,6 @@ fn func(
         .ok_or_else(|| wasmtime::format_err!("the instance lacks an export its component has"))
 }
 
-impl From<wit::KindRef> for KindRef {
-    fn from(k: wit::KindRef) -> Self {
-        KindRef::new(k.api_version, k.kind)
-    }
-}
-
-impl From<wit::ObjectRef> for ObjectRef {
-    fn from(r: wit::ObjectRef) -> Self {
-        ObjectRef {
-            api_version: r.api_version,
-            kind: r.kind,
-            namespace: r.namespace.filter(|ns| !ns.is_empty()),
-            name: r.name,
-        }
-    }
-}
-
-impl From<ObjectRef> for wit::ObjectRef {
-    fn from(r: ObjectRef) -> Self {
-        wit::ObjectRef {
-            api_version: r.api_version,
-            kind: r.kind,
-            namespace: r.namespace,
-            name: r.name,
-        }
-    }
-}
-
-impl From<wit::Watch> for Watch {
-    fn from(w: wit::Watch) -> Self {
-        let non_empty = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
-        Watch {
-            kind: w.kind.into(),
-            namespace: non_empty(w.namespace),
-            label_selector: non_empty(w.label_selector),
-            field_selector: non_empty(w.field_selector),
-        }
-    }
-}
-
-impl From<wit::Manifest> for Manifest {
-    fn from(m: wit::Manifest) -> Self {
-        Manifest {
-            name: m.name,
-            version: m.version,
-            reconciles: m.reconciles.into(),
-            owns: m.owns.into_iter().map(Into::into).collect(),
-            reads: m.reads.into_iter().map(Into::into).collect(),
-            resync_seconds: m.resync_seconds,
-            finalizer: m.finalizer.filter(|f| !f.is_empty()),
-            max_concurrency: m.max_concurrency,
-        }
-    }
-}
-
-/// The WIT `request`, borrowed from the host's [`contract::Request`], so a
-/// call copies the strings once, into the guest, and never clones them on
-/// the host. `get_typed_func` checks it against the world's `request` field
-/// by field, as it checks the generated types.
-#[derive(ComponentType, Lower)]
-#[component(record)]
-struct RequestParam<'a> {
-    key: ObjectRefParam<'a>,
-    object: Option<&'a str>,
-    owned: &'a [String],
-    attempt: u32,
-}
-
 /// The WIT `object-ref`, borrowed.
 #[derive(ComponentType, Lower)]
 #[component(record)]
@@ -205,15 +263,32 @@ struct ObjectRefParam<'a> {
     name: &'a str,
 }
 
-impl<'a> From<&'a contract::Request> for RequestParam<'a> {
+impl<'a> From<&'a contract::ObjectRef> for ObjectRefParam<'a> {
+    fn from(r: &'a contract::ObjectRef) -> Self {
+        ObjectRefParam {
+            api_version: &r.api_version,
+            kind: &r.kind,
+            namespace: r.namespace.as_deref(),
+            name: &r.name,
+        }
+    }
+}
+
+/// The 0.1 WIT `request`, borrowed from the host's [`contract::Request`].
+/// `get_typed_func` checks it against the world's `request` field by field.
+#[derive(ComponentType, Lower)]
+#[component(record)]
+struct RequestV1<'a> {
+    key: ObjectRefParam<'a>,
+    object: Option<&'a str>,
+    owned: &'a [String],
+    attempt: u32,
+}
+
+impl<'a> From<&'a contract::Request> for RequestV1<'a> {
     fn from(r: &'a contract::Request) -> Self {
-        RequestParam {
-            key: ObjectRefParam {
-                api_version: &r.key.api_version,
-                kind: &r.key.kind,
-                namespace: r.key.namespace.as_deref(),
-                name: &r.key.name,
-            },
+        RequestV1 {
+            key: (&r.key).into(),
             object: r.object.as_deref(),
             owned: &r.owned,
             attempt: r.attempt,
@@ -221,11 +296,44 @@ impl<'a> From<&'a contract::Request> for RequestParam<'a> {
     }
 }
 
-impl From<wit::EventType> for contract::EventType {
-    fn from(t: wit::EventType) -> Self {
-        match t {
-            wit::EventType::Normal => contract::EventType::Normal,
-            wit::EventType::Warning => contract::EventType::Warning,
+/// The 0.2 WIT `write-failure`, borrowed.
+#[derive(ComponentType, Lower)]
+#[component(record)]
+struct WriteFailureParam<'a> {
+    write: u32,
+    code: u16,
+    reason: &'a str,
+    message: &'a str,
+}
+
+/// The 0.2 WIT `request`, borrowed.
+#[derive(ComponentType, Lower)]
+#[component(record)]
+struct RequestV2<'a> {
+    key: ObjectRefParam<'a>,
+    object: Option<&'a str>,
+    owned: &'a [String],
+    attempt: u32,
+    #[component(name = "now-ms")]
+    now_ms: u64,
+    #[component(name = "last-failure")]
+    last_failure: Option<WriteFailureParam<'a>>,
+}
+
+impl<'a> From<&'a contract::Request> for RequestV2<'a> {
+    fn from(r: &'a contract::Request) -> Self {
+        RequestV2 {
+            key: (&r.key).into(),
+            object: r.object.as_deref(),
+            owned: &r.owned,
+            attempt: r.attempt,
+            now_ms: r.now_ms,
+            last_failure: r.last_failure.as_ref().map(|f| WriteFailureParam {
+                write: f.write,
+                code: f.code,
+                reason: &f.reason,
+                message: &f.message,
+            }),
         }
     }
 }

@@ -12,15 +12,15 @@
 //! common case — never notices.
 
 use wasmtime::Engine;
-use wasmtime::component::{Component, HasSelf, Linker, ResourceType, types::ComponentItem};
+use wasmtime::component::{Component, Linker, ResourceType, types::ComponentItem};
 use wasmtime_wasi::WasiView;
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
 use wasmtime_wasi::p2::bindings::{cli, clocks, random};
 use wasmtime_wasi::random::WasiRandom;
 
-use super::bindings::Controller;
-use super::state::CallState;
+use super::bindings::Contract;
+use super::state::{self, CallState};
 
 /// An inline call reached an import that needs a blocking thread.
 #[derive(Debug, thiserror::Error)]
@@ -28,9 +28,11 @@ use super::state::CallState;
 pub(crate) struct NeedsThread(String);
 
 /// Interfaces linked for real in an inline call, by name without version.
-const NON_BLOCKING: [&str; 8] = [
+const NON_BLOCKING: [&str; 10] = [
+    "windlass:controller/types",
     "windlass:controller/cache",
     "windlass:controller/log",
+    "windlass:controller/instance",
     "wasi:clocks/wall-clock",
     "wasi:random/random",
     "wasi:random/insecure",
@@ -44,13 +46,14 @@ const NON_BLOCKING: [&str; 8] = [
 /// call.
 struct Stubbed;
 
-/// The inline linker for `component`.
+/// The inline linker for `component`, built against `contract`.
 pub(crate) fn linker(
     engine: &Engine,
     component: &Component,
+    contract: Contract,
 ) -> wasmtime::Result<Linker<CallState>> {
     let mut l = Linker::<CallState>::new(engine);
-    Controller::add_to_linker::<CallState, HasSelf<CallState>>(&mut l, |s| s)?;
+    state::add_imports(&mut l, contract)?;
     clocks::wall_clock::add_to_linker::<_, WasiClocks>(&mut l, CallState::clocks)?;
     random::random::add_to_linker::<_, WasiRandom>(&mut l, |s| s.ctx().ctx.random())?;
     random::insecure::add_to_linker::<_, WasiRandom>(&mut l, |s| s.ctx().ctx.random())?;

@@ -1,27 +1,35 @@
-//! Per-call store state: the sandboxed WASI context, the memory limiter, and
-//! the host side of the `cache` and `log` imports.
+//! Per-call store state and the host side of the plugin's imports (`cache`,
+//! `log`, and 0.2's `instance`), for both contract versions.
 //!
-//! Every reconcile gets a fresh `CallState`, so nothing a plugin does in one
-//! call can be seen in the next.
+//! Every call gets a fresh `CallState`, so nothing a plugin does in one call
+//! can be seen in the next. Every import checks the call's wall-clock
+//! deadline and the plugin's manifest, and validates the names it is given
+//! before they reach the caches: a refused read fails the call afterwards
+//! even if the plugin ignores the error it got.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
 
-use wasmtime::ResourceLimiter;
-use wasmtime::component::ResourceTable;
-use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
-use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
-use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
-use windlass_selector::LabelSelector;
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::{ResourceLimiter, StoreContextMut};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use windlass_selector::{LabelSelector, names};
 
-use super::CacheReader;
-use super::bindings::wit;
-use super::bindings::{cache, log};
+use super::bindings::{Contract, v1, v2};
+use super::lift::LogText;
+use super::sandbox::{self, GuestOutput};
 use crate::contract::{KindRef, Manifest, ObjectRef};
+use crate::model::{CacheReader, IndexRead};
 
-/// At most this much guest stdout/stderr/log text is kept per call; the rest
-/// is counted and dropped so a chatty plugin cannot flood the host's logs.
-const MAX_LOG_BYTES: usize = 64 * 1024;
+/// Keys one `totals` read may ask for.
+const MAX_TOTALS_KEYS: usize = 100_000;
+/// Bytes of one index key a read may name.
+const MAX_KEY_BYTES: usize = 4 << 10;
+
+/// The call went past its deadline inside a host function.
+#[derive(Debug, thiserror::Error)]
+#[error("the call's deadline passed during a host call")]
+pub(crate) struct DeadlinePassed;
 
 pub(crate) struct CallState {
     /// Built on the first WASI call: most calls make none, and building
@@ -29,75 +37,275 @@ pub(crate) struct CallState {
     wasi: Option<WasiCtx>,
     /// The instant the call started, which is all the clock ever reads.
     started: SystemTime,
+    /// When the call must be over, host functions included.
+    deadline: Instant,
     table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) plugin: Arc<str>,
     /// None while `manifest()` runs: nothing is declared yet, so no reads.
     manifest: Option<Arc<Manifest>>,
     cache: Arc<dyn CacheReader>,
-    /// Undeclared reads: each fails the call after it returns.
+    settings: Option<Arc<str>>,
+    /// Refused reads: each fails the call after it returns.
     pub(crate) violations: Vec<String>,
     pub(crate) output: GuestOutput,
+    /// The index keys read, with their versions.
+    pub(crate) index_reads: Vec<IndexRead>,
+}
+
+/// What a call's state is made from.
+pub(crate) struct CallSetup {
+    pub plugin: Arc<str>,
+    pub manifest: Option<Arc<Manifest>>,
+    pub cache: Arc<dyn CacheReader>,
+    pub settings: Option<Arc<str>>,
+    pub memory_limit: usize,
 }
 
 impl CallState {
-    pub(crate) fn new(
-        plugin: Arc<str>,
-        manifest: Option<Arc<Manifest>>,
-        cache: Arc<dyn CacheReader>,
-        memory_limit: usize,
-        now: SystemTime,
-    ) -> Self {
+    pub(crate) fn new(setup: CallSetup, now: SystemTime, deadline: Instant) -> Self {
         Self {
             wasi: None,
             started: now,
+            deadline,
             table: ResourceTable::new(),
-            limiter: MemoryLimiter::new(memory_limit),
-            plugin,
-            manifest,
-            cache,
+            limiter: MemoryLimiter::new(setup.memory_limit),
+            plugin: setup.plugin,
+            manifest: setup.manifest,
+            cache: setup.cache,
+            settings: setup.settings,
             violations: Vec::new(),
             output: GuestOutput::default(),
+            index_reads: Vec::new(),
         }
     }
 
-    /// No preopened directories, no environment, no arguments, no network,
-    /// and a clock frozen at the start of the call: all a plugin can see is
-    /// what it is handed.
-    fn sandboxed_wasi(output: &GuestOutput, started: SystemTime) -> WasiCtx {
-        WasiCtx::builder()
-            .stdout(output.stream("stdout"))
-            .stderr(output.stream("stderr"))
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .wall_clock(FrozenClock::at(started))
-            .monotonic_clock(FrozenClock::at(started))
-            .build()
+    /// A new deadline, for an instance kept for another call.
+    pub(crate) fn reset_deadline(&mut self, deadline: Instant) {
+        self.deadline = deadline;
     }
 
-    fn check_read(&mut self, api_version: &str, kind: &str) -> Result<(), wit_cache::CacheError> {
+    pub(crate) fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
+
+    fn check_deadline(&self) -> wasmtime::Result<()> {
+        if Instant::now() > self.deadline {
+            return Err(DeadlinePassed.into());
+        }
+        Ok(())
+    }
+
+    /// Records a refused read and returns its message.
+    fn refuse(&mut self, message: String) -> String {
+        self.violations.push(message.clone());
+        message
+    }
+
+    fn check_read(&mut self, kind: &KindRef) -> Result<(), Refusal> {
         let declared = self
             .manifest
             .as_ref()
-            .is_some_and(|m| m.may_read(api_version, kind));
+            .is_some_and(|m| m.may_read(&kind.api_version, &kind.kind));
         if declared {
             return Ok(());
         }
         let message = match &self.manifest {
             Some(_) => format!(
-                "read {api_version} {kind}, which its manifest does not declare in reconciles, owns or reads"
+                "read {kind}, which its manifest does not declare in reconciles, owns or reads"
             ),
-            None => {
-                format!("read {api_version} {kind} during manifest(), before declaring anything")
-            }
+            None => format!("read {kind} during manifest(), before declaring anything"),
         };
-        self.violations.push(message.clone());
-        Err(wit_cache::CacheError::Undeclared(message))
+        Err(Refusal::Undeclared(self.refuse(message)))
+    }
+
+    fn check_names(&mut self, r: &ObjectRef) -> Result<(), Refusal> {
+        r.validate().map_err(|e| {
+            Refusal::Invalid(self.refuse(format!("read with an invalid reference: {e}")))
+        })
+    }
+
+    fn check_namespace(&mut self, namespace: Option<&str>) -> Result<(), Refusal> {
+        match namespace {
+            Some(ns) => names::dns_label(ns).map_err(|e| {
+                Refusal::Invalid(self.refuse(format!("read with an invalid namespace: {e}")))
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn check_indexed(&mut self, kind: &KindRef) -> Result<(), Refusal> {
+        self.check_read(kind)?;
+        let indexed = self
+            .manifest
+            .as_ref()
+            .is_some_and(|m| m.indexed_watch(kind).is_some());
+        if indexed {
+            return Ok(());
+        }
+        Err(Refusal::Undeclared(self.refuse(format!(
+            "read the index of {kind}, but no watch of that kind is indexed"
+        ))))
+    }
+
+    fn check_key(&mut self, key: &str) -> Result<(), Refusal> {
+        if key.len() > MAX_KEY_BYTES {
+            return Err(Refusal::Invalid(self.refuse(format!(
+                "read an index key of {} bytes, more than {MAX_KEY_BYTES}",
+                key.len()
+            ))));
+        }
+        Ok(())
+    }
+
+    fn get(&mut self, r: ObjectRef) -> wasmtime::Result<Result<Option<String>, Refusal>> {
+        self.check_deadline()?;
+        if let Err(e) = self
+            .check_read(&r.kind_ref())
+            .and_then(|()| self.check_names(&r))
+        {
+            return Ok(Err(e));
+        }
+        Ok(Ok(self.cache.get(&r).map(|o| o.to_string())))
+    }
+
+    fn list(
+        &mut self,
+        kind: KindRef,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> wasmtime::Result<Result<Vec<String>, Refusal>> {
+        self.check_deadline()?;
+        let namespace = namespace.filter(|ns| !ns.is_empty());
+        if let Err(e) = self
+            .check_read(&kind)
+            .and_then(|()| self.check_namespace(namespace.as_deref()))
+        {
+            return Ok(Err(e));
+        }
+        let selector = match label_selector.as_deref().map(str::trim) {
+            None | Some("") => LabelSelector::everything(),
+            Some(s) => match LabelSelector::parse(s) {
+                Ok(sel) => sel,
+                Err(e) => return Ok(Err(Refusal::Selector(e.to_string()))),
+            },
+        };
+        let objects = self.cache.list(&kind, namespace.as_deref(), &selector);
+        self.check_deadline()?;
+        Ok(Ok(objects.into_iter().map(|o| o.to_string()).collect()))
+    }
+
+    fn lookup(
+        &mut self,
+        kind: KindRef,
+        key: String,
+    ) -> wasmtime::Result<Result<Vec<Vec<u8>>, Refusal>> {
+        self.check_deadline()?;
+        if let Err(e) = self
+            .check_indexed(&kind)
+            .and_then(|()| self.check_key(&key))
+        {
+            return Ok(Err(e));
+        }
+        let Some(index) = self.cache.index(&kind) else {
+            return Ok(Ok(Vec::new()));
+        };
+        let (summaries, version) = index.lookup(&key);
+        self.index_reads.push(IndexRead { kind, key, version });
+        Ok(Ok(summaries.iter().map(|s| s.to_vec()).collect()))
+    }
+
+    fn lookup_objects(
+        &mut self,
+        kind: KindRef,
+        key: String,
+    ) -> wasmtime::Result<Result<Vec<String>, Refusal>> {
+        self.check_deadline()?;
+        if let Err(e) = self
+            .check_indexed(&kind)
+            .and_then(|()| self.check_key(&key))
+        {
+            return Ok(Err(e));
+        }
+        let Some(index) = self.cache.index(&kind) else {
+            return Ok(Ok(Vec::new()));
+        };
+        let (objects, version) = index.lookup_objects(&key);
+        self.index_reads.push(IndexRead { kind, key, version });
+        Ok(Ok(objects.iter().map(|o| o.to_string()).collect()))
+    }
+
+    fn totals(
+        &mut self,
+        kind: KindRef,
+        keys: Vec<String>,
+    ) -> wasmtime::Result<Result<Vec<Vec<i64>>, Refusal>> {
+        self.check_deadline()?;
+        if let Err(e) = self.check_indexed(&kind) {
+            return Ok(Err(e));
+        }
+        if keys.len() > MAX_TOTALS_KEYS {
+            let m = format!(
+                "asked for the totals of {} keys, more than {MAX_TOTALS_KEYS}",
+                keys.len()
+            );
+            return Ok(Err(Refusal::Invalid(self.refuse(m))));
+        }
+        for key in &keys {
+            if let Err(e) = self.check_key(key) {
+                return Ok(Err(e));
+            }
+        }
+        let Some(index) = self.cache.index(&kind) else {
+            return Ok(Ok(vec![Vec::new(); keys.len()]));
+        };
+        let mut sums = Vec::with_capacity(keys.len());
+        let mut reads = Vec::with_capacity(keys.len());
+        for key in keys {
+            let (total, version) = index.totals(&key);
+            sums.push(total);
+            reads.push(IndexRead {
+                kind: kind.clone(),
+                key,
+                version,
+            });
+        }
+        self.index_reads.extend(reads);
+        Ok(Ok(sums))
+    }
+
+    fn log(&mut self, level: Level, message: LogText) -> wasmtime::Result<()> {
+        self.check_deadline()?;
+        let Some(message) = message.0 else {
+            return Ok(()); // over the call's log budget: counted, not kept
+        };
+        let plugin = &*self.plugin;
+        match level {
+            Level::Trace => tracing::trace!(plugin, "{message}"),
+            Level::Debug => tracing::debug!(plugin, "{message}"),
+            Level::Info => tracing::info!(plugin, "{message}"),
+            Level::Warn => tracing::warn!(plugin, "{message}"),
+            Level::Error => tracing::error!(plugin, "{message}"),
+        }
+        Ok(())
     }
 }
 
-use cache as wit_cache;
+/// Why a read was refused, in either version's terms.
+enum Refusal {
+    Undeclared(String),
+    Selector(String),
+    Invalid(String),
+}
+
+#[derive(Clone, Copy)]
+enum Level {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
@@ -105,47 +313,189 @@ impl WasiView for CallState {
         WasiCtxView {
             ctx: self
                 .wasi
-                .get_or_insert_with(|| Self::sandboxed_wasi(output, started)),
+                .get_or_insert_with(|| sandbox::wasi(output, started)),
             table: &mut self.table,
         }
     }
 }
 
-impl wit::Host for CallState {}
+/// Adds the host's imports of `contract` (its `cache`, `log` and, for 0.2,
+/// `instance` interfaces, and the type-only `types` interface) to `linker`.
+pub(crate) fn add_imports(
+    linker: &mut Linker<CallState>,
+    contract: Contract,
+) -> wasmtime::Result<()> {
+    match contract {
+        Contract::V1 => {
+            use v1::windlass::controller::{cache, log};
+            cache::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)?;
+            v1::windlass::controller::types::add_to_linker::<CallState, HasSelf<CallState>>(
+                linker,
+                |s| s,
+            )?;
+            linker
+                .instance("windlass:controller/log@0.1.0")?
+                .func_wrap(
+                    "log",
+                    |mut store: StoreContextMut<'_, CallState>,
+                     (level, message): (log::Level, LogText)| {
+                        let level = match level {
+                            log::Level::Trace => Level::Trace,
+                            log::Level::Debug => Level::Debug,
+                            log::Level::Info => Level::Info,
+                            log::Level::Warn => Level::Warn,
+                            log::Level::Error => Level::Error,
+                        };
+                        store.data_mut().log(level, message)
+                    },
+                )?;
+        }
+        Contract::V2 => {
+            use v2::windlass::controller::{cache, instance, log};
+            cache::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)?;
+            instance::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)?;
+            v2::windlass::controller::types::add_to_linker::<CallState, HasSelf<CallState>>(
+                linker,
+                |s| s,
+            )?;
+            linker
+                .instance("windlass:controller/log@0.2.0")?
+                .func_wrap(
+                    "log",
+                    |mut store: StoreContextMut<'_, CallState>,
+                     (level, message): (log::Level, LogText)| {
+                        let level = match level {
+                            log::Level::Trace => Level::Trace,
+                            log::Level::Debug => Level::Debug,
+                            log::Level::Info => Level::Info,
+                            log::Level::Warn => Level::Warn,
+                            log::Level::Error => Level::Error,
+                        };
+                        store.data_mut().log(level, message)
+                    },
+                )?;
+        }
+    }
+    Ok(())
+}
 
-impl cache::Host for CallState {
-    fn get(&mut self, r: wit::ObjectRef) -> Result<Option<String>, cache::CacheError> {
-        self.check_read(&r.api_version, &r.kind)?;
-        let r = ObjectRef::from(r);
-        Ok(self.cache.get(&r).map(|o| o.to_string()))
+// ---- 0.1 imports -------------------------------------------------------------
+
+mod imports_v1 {
+    use super::*;
+    use v1::windlass::controller::cache::{self, CacheError};
+    use v1::windlass::controller::types as wit;
+
+    fn refusal(r: Refusal) -> CacheError {
+        match r {
+            Refusal::Undeclared(m) | Refusal::Invalid(m) => CacheError::Undeclared(m),
+            Refusal::Selector(m) => CacheError::InvalidSelector(m),
+        }
     }
 
-    fn list(
-        &mut self,
-        kind: wit::KindRef,
-        namespace: Option<String>,
-        label_selector: Option<String>,
-    ) -> Result<Vec<String>, cache::CacheError> {
-        self.check_read(&kind.api_version, &kind.kind)?;
-        let selector = match label_selector.as_deref().map(str::trim) {
-            None | Some("") => LabelSelector::everything(),
-            Some(s) => LabelSelector::parse(s)
-                .map_err(|e| cache::CacheError::InvalidSelector(e.to_string()))?,
-        };
-        let kind = KindRef::from(kind);
-        let namespace = namespace.filter(|ns| !ns.is_empty());
-        Ok(self
-            .cache
-            .list(&kind, namespace.as_deref(), &selector)
-            .into_iter()
-            .map(|o| o.to_string())
-            .collect())
+    impl wit::Host for CallState {}
+
+    impl cache::Host for CallState {
+        fn get(
+            &mut self,
+            r: wit::ObjectRef,
+        ) -> wasmtime::Result<Result<Option<String>, CacheError>> {
+            let r = ObjectRef {
+                api_version: r.api_version,
+                kind: r.kind,
+                namespace: r.namespace.filter(|ns| !ns.is_empty()),
+                name: r.name,
+            };
+            Ok(CallState::get(self, r)?.map_err(refusal))
+        }
+
+        fn list(
+            &mut self,
+            kind: wit::KindRef,
+            namespace: Option<String>,
+            label_selector: Option<String>,
+        ) -> wasmtime::Result<Result<Vec<String>, CacheError>> {
+            let kind = KindRef::new(kind.api_version, kind.kind);
+            Ok(CallState::list(self, kind, namespace, label_selector)?.map_err(refusal))
+        }
     }
 }
 
-impl log::Host for CallState {
-    fn log(&mut self, level: log::Level, message: String) {
-        self.output.log(&self.plugin, level, &message);
+// ---- 0.2 imports -------------------------------------------------------------
+
+mod imports_v2 {
+    use super::*;
+    use v2::windlass::controller::cache::{self, CacheError};
+    use v2::windlass::controller::instance;
+    use v2::windlass::controller::types as wit;
+
+    fn refusal(r: Refusal) -> CacheError {
+        match r {
+            Refusal::Undeclared(m) => CacheError::Undeclared(m),
+            Refusal::Selector(m) => CacheError::InvalidSelector(m),
+            Refusal::Invalid(m) => CacheError::Invalid(m),
+        }
+    }
+
+    fn kind(k: wit::KindRef) -> KindRef {
+        KindRef::new(k.api_version, k.kind)
+    }
+
+    impl wit::Host for CallState {}
+
+    impl cache::Host for CallState {
+        fn get(
+            &mut self,
+            r: wit::ObjectRef,
+        ) -> wasmtime::Result<Result<Option<String>, CacheError>> {
+            let r = ObjectRef {
+                api_version: r.api_version,
+                kind: r.kind,
+                namespace: r.namespace.filter(|ns| !ns.is_empty()),
+                name: r.name,
+            };
+            Ok(CallState::get(self, r)?.map_err(refusal))
+        }
+
+        fn list(
+            &mut self,
+            k: wit::KindRef,
+            namespace: Option<String>,
+            label_selector: Option<String>,
+        ) -> wasmtime::Result<Result<Vec<String>, CacheError>> {
+            Ok(CallState::list(self, kind(k), namespace, label_selector)?.map_err(refusal))
+        }
+
+        fn lookup(
+            &mut self,
+            k: wit::KindRef,
+            key: String,
+        ) -> wasmtime::Result<Result<Vec<Vec<u8>>, CacheError>> {
+            Ok(CallState::lookup(self, kind(k), key)?.map_err(refusal))
+        }
+
+        fn lookup_objects(
+            &mut self,
+            k: wit::KindRef,
+            key: String,
+        ) -> wasmtime::Result<Result<Vec<String>, CacheError>> {
+            Ok(CallState::lookup_objects(self, kind(k), key)?.map_err(refusal))
+        }
+
+        fn totals(
+            &mut self,
+            k: wit::KindRef,
+            keys: Vec<String>,
+        ) -> wasmtime::Result<Result<Vec<Vec<i64>>, CacheError>> {
+            Ok(CallState::totals(self, kind(k), keys)?.map_err(refusal))
+        }
+    }
+
+    impl instance::Host for CallState {
+        fn settings(&mut self) -> wasmtime::Result<Option<String>> {
+            self.check_deadline()?;
+            Ok(self.settings.as_deref().map(str::to_owned))
+        }
     }
 }
 
@@ -197,205 +547,5 @@ impl ResourceLimiter for MemoryLimiter {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         Ok(desired <= 100_000)
-    }
-}
-
-/// A clock that always reads the instant the call started.
-#[derive(Clone, Copy)]
-struct FrozenClock {
-    since_epoch: Duration,
-}
-
-impl FrozenClock {
-    fn at(now: SystemTime) -> Self {
-        Self {
-            since_epoch: now
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap_or_default(),
-        }
-    }
-}
-
-impl HostWallClock for FrozenClock {
-    fn resolution(&self) -> Duration {
-        Duration::from_millis(1)
-    }
-
-    fn now(&self) -> Duration {
-        self.since_epoch
-    }
-}
-
-impl HostMonotonicClock for FrozenClock {
-    fn resolution(&self) -> u64 {
-        1_000_000
-    }
-
-    fn now(&self) -> u64 {
-        self.since_epoch.as_nanos() as u64
-    }
-}
-
-/// Everything a plugin printed or logged during one call, bounded.
-#[derive(Clone, Default)]
-pub(crate) struct GuestOutput {
-    inner: Arc<Mutex<OutputBuffer>>,
-}
-
-#[derive(Default)]
-struct OutputBuffer {
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-    kept: usize,
-    dropped: usize,
-}
-
-impl GuestOutput {
-    fn stream(&self, name: &'static str) -> GuestStream {
-        GuestStream {
-            output: self.clone(),
-            stderr: name == "stderr",
-        }
-    }
-
-    fn append(&self, stderr: bool, bytes: &[u8]) {
-        let mut buf = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let room = MAX_LOG_BYTES.saturating_sub(buf.kept);
-        let keep = bytes.len().min(room);
-        buf.kept += keep;
-        buf.dropped += bytes.len() - keep;
-        let target = if stderr {
-            &mut buf.stderr
-        } else {
-            &mut buf.stdout
-        };
-        target.extend_from_slice(&bytes[..keep]);
-    }
-
-    fn log(&self, plugin: &str, level: log::Level, message: &str) {
-        {
-            let mut buf = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            if buf.kept + message.len() > MAX_LOG_BYTES {
-                buf.dropped += message.len();
-                return;
-            }
-            buf.kept += message.len();
-        }
-        match level {
-            log::Level::Trace => tracing::trace!(plugin, "{message}"),
-            log::Level::Debug => tracing::debug!(plugin, "{message}"),
-            log::Level::Info => tracing::info!(plugin, "{message}"),
-            log::Level::Warn => tracing::warn!(plugin, "{message}"),
-            log::Level::Error => tracing::error!(plugin, "{message}"),
-        }
-    }
-
-    /// Sends what the guest printed to `tracing`, line by line, and returns
-    /// the tail of stderr (a Rust panic message lands there) for error
-    /// reports. After a failed call that tail is part of the error, so the
-    /// lines are logged at debug level only, not twice.
-    pub(crate) fn flush(&self, plugin: &str, failed: bool) -> String {
-        let mut buf = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if buf.stdout.is_empty() && buf.stderr.is_empty() && buf.dropped == 0 {
-            // The common case: the guest printed nothing.
-            buf.kept = 0;
-            return String::new();
-        }
-        for line in String::from_utf8_lossy(&buf.stdout).lines() {
-            tracing::info!(plugin, stream = "stdout", "{line}");
-        }
-        let stderr = String::from_utf8_lossy(&buf.stderr).into_owned();
-        for line in stderr.lines() {
-            if failed {
-                tracing::debug!(plugin, stream = "stderr", "{line}");
-            } else {
-                tracing::warn!(plugin, stream = "stderr", "{line}");
-            }
-        }
-        if buf.dropped > 0 {
-            tracing::warn!(
-                plugin,
-                dropped_bytes = buf.dropped,
-                "plugin output over {MAX_LOG_BYTES} bytes in one call was dropped"
-            );
-        }
-        *buf = OutputBuffer::default();
-        panic_summary(&stderr)
-    }
-}
-
-/// The last few meaningful lines of a guest's stderr, on one line. A Rust
-/// panic reads `thread '<unnamed>' (1) panicked at src/lib.rs:3:5:` then the
-/// message, then a hint about RUST_BACKTRACE that means nothing here.
-fn panic_summary(stderr: &str) -> String {
-    let lines: Vec<String> = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("note: run with `RUST_BACKTRACE"))
-        .map(
-            |l| match (l.starts_with("thread '"), l.find("panicked at ")) {
-                (true, Some(at)) => l[at..].to_owned(),
-                _ => l.to_owned(),
-            },
-        )
-        .collect();
-    lines[lines.len().saturating_sub(4)..].join(" ")
-}
-
-/// One of the guest's stdout/stderr streams: always writable, bounded.
-struct GuestStream {
-    output: GuestOutput,
-    stderr: bool,
-}
-
-impl IsTerminal for GuestStream {
-    fn is_terminal(&self) -> bool {
-        false
-    }
-}
-
-impl StdoutStream for GuestStream {
-    fn p2_stream(&self) -> Box<dyn OutputStream> {
-        Box::new(GuestStream {
-            output: self.output.clone(),
-            stderr: self.stderr,
-        })
-    }
-
-    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
-        Box::new(tokio::io::sink())
-    }
-}
-
-#[wasmtime_wasi::async_trait]
-impl Pollable for GuestStream {
-    async fn ready(&mut self) {}
-}
-
-impl OutputStream for GuestStream {
-    fn write(&mut self, bytes: bytes::Bytes) -> Result<(), StreamError> {
-        self.output.append(self.stderr, &bytes);
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), StreamError> {
-        Ok(())
-    }
-
-    fn check_write(&mut self) -> Result<usize, StreamError> {
-        Ok(64 * 1024)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn panic_summary_keeps_the_message_and_drops_the_noise() {
-        let stderr = "thread '<unnamed>' (1) panicked at src/lib.rs:14:9:\nboom\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
-        assert_eq!(
-            super::panic_summary(stderr),
-            "panicked at src/lib.rs:14:9: boom"
-        );
-        assert_eq!(super::panic_summary(""), "");
     }
 }

@@ -5,22 +5,40 @@
 //! host deletes the rest. The result depends only on the snapshot, so a
 //! burst of scale changes (1 → 5 → 2) ends at the last one.
 //!
-//! Which pods to keep follows the upstream controller's ranking (keep pods
-//! that are scheduled, running, ready, ready for longer, restarted less, and
-//! older). Status follows upstream too, except that `availableReplicas`
-//! equals `readyReplicas`: a plugin has no clock to measure
-//! `minReadySeconds` with.
+//! As upstream's controller: pods that are being deleted or have ended
+//! (`Succeeded`, `Failed`) do not count, and missing ones are created;
+//! which pods to keep follows upstream's ranking (scheduled, running,
+//! ready, ready for longer, restarted less, older); status counts
+//! `readyReplicas`, `availableReplicas` (ready for `minReadySeconds`,
+//! measured with `Request::now`, with a requeue for when the next pod
+//! becomes available) and `terminatingReplicas`.
+//!
+//! A create the API server refuses (a quota, say) shows in the next
+//! attempt's `last_failure`. The writes come in a fixed order — kept pods,
+//! then creates, then the status — so the failed write's position says
+//! whether it was a create. The first such failure gets a reconcile of its
+//! own that only records it (a `FailedCreate` event and the `ReplicaFailure`
+//! condition); later attempts try the creates again, with the host's
+//! growing backoff between them, and the status written after creates that
+//! succeed drops the condition. Ended pods are not kept: the host's pruning
+//! deletes them (upstream leaves them to the pod garbage collector, which
+//! windlass does not have).
 
-use std::borrow::Cow;
-use std::cmp::Ordering;
-use std::collections::BTreeMap;
+mod rank;
+mod status;
+mod view;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use std::time::Duration;
+
+use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 use windlass_sdk::{
     Controller, Error, Event, Manifest, Object, ObjectRef, Outcome, Request, Watch,
 };
+
+use rank::{Availability, PodRank};
+use status::Status;
+use view::{Labels, PodView, RsStatus, RsTemplate, RsTemplateMeta, RsView};
 
 /// The ReplicaSet controller.
 pub struct ReplicaSetController;
@@ -63,7 +81,7 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
         }) => serde_json::from_str(labels.get())?,
         _ => Labels::new(),
     };
-    let current_status: RsStatus = match view.status {
+    let current_status: RsStatus<'_> = match view.status {
         Some(status) => serde_json::from_str(status.get())?,
         None => RsStatus::default(),
     };
@@ -73,24 +91,45 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     }
     let name = &*view.metadata.name;
     let namespace = view.metadata.namespace.as_deref().unwrap_or("default");
-    let desired = match &view.spec.replicas {
-        None | Some(Value::Null) => 1,
-        Some(v) => v
-            .as_i64()
-            .ok_or_else(|| Error::permanent(format!("spec.replicas is not an integer: {v}")))?
-            .max(0) as usize,
-    };
+    let desired = view::count("spec.replicas", view.spec.replicas.as_ref(), 1)
+        .map_err(Error::permanent)? as usize;
+    let min_ready = view::count(
+        "spec.minReadySeconds",
+        view.spec.min_ready_seconds.as_ref(),
+        0,
+    )
+    .map_err(Error::permanent)?;
+    let min_ready = Duration::from_secs(min_ready as u64);
 
     // Only the fields ranking needs are read from each pod's JSON text.
     let mut live: Vec<PodRank<'_>> = Vec::with_capacity(req.owned.len());
+    let mut terminating = 0;
     for pod in &req.owned {
         let pod: PodView<'_> = pod.deserialize()?;
-        if pod.kind == "Pod" && pod.is_live() {
-            live.push(PodRank::of(pod));
+        if pod.kind != "Pod" || pod.has_ended() {
+            continue;
         }
+        if pod.is_terminating() {
+            terminating += 1;
+            continue;
+        }
+        live.push(PodRank::of(pod));
     }
     live.sort_by(PodRank::keep_first);
 
+    let mut available = 0;
+    let mut next_available: Option<Duration> = None;
+    for p in &live {
+        match p.availability(min_ready, req.now) {
+            Availability::Yes => available += 1,
+            Availability::After(d) => next_available = Some(next_available.map_or(d, |n| n.min(d))),
+            Availability::No => {}
+        }
+    }
+
+    let keep = desired.min(live.len());
+    let create = (desired - keep).min(BURST);
+    let failed_create = refused_create(&req, keep, create);
     let status = Status {
         replicas: live.len() as i64,
         fully_labeled: live
@@ -98,11 +137,23 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
             .filter(|p| has_labels(&p.pod.metadata.labels, &template_labels))
             .count() as i64,
         ready: live.iter().filter(|p| p.ready).count() as i64,
+        available,
+        terminating,
         observed_generation: view.metadata.generation.unwrap_or(0),
+        failed_create,
     };
 
+    if let Some(message) = failed_create
+        && !status.failure_matches(&current_status)
+    {
+        // Record the refusal on its own: a status write after the creates
+        // would never happen while they keep failing.
+        return Ok(Outcome::new()
+            .update_status(status.write_for(&view, &current_status, req.now)?)
+            .event(failed_create_event(message)));
+    }
+
     let mut out = Outcome::new().prune_owned();
-    let keep = desired.min(live.len());
     for p in &live[..keep] {
         let meta = &p.pod.metadata;
         out = out.apply(Object::identity(&ObjectRef {
@@ -112,35 +163,55 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
             name: meta.name.clone().into_owned(),
         }));
     }
-    let extra = &live[keep..];
-    for p in extra {
+    for p in &live[keep..] {
         out = out.event(Event::normal(
             "SuccessfulDelete",
             format!("Deleted pod: {}", p.pod.metadata.name),
         ));
     }
-    let create = (desired - keep).min(BURST);
     if create > 0 {
         let pod = pod_from_template(view.spec.template.as_ref(), name, namespace)?;
         for _ in 1..create {
             out = out.apply(pod.clone());
         }
-        out = out.apply(pod).event(Event::normal(
-            "SuccessfulCreate",
-            if create == 1 {
-                format!("Created pod with generateName {name}-")
-            } else {
-                format!("Created {create} pods with generateName {name}-")
-            },
-        ));
+        out = out.apply(pod);
+        out = out.event(match failed_create {
+            Some(message) => failed_create_event(message),
+            None if create == 1 => Event::normal(
+                "SuccessfulCreate",
+                format!("Created pod with generateName {name}-"),
+            ),
+            None => Event::normal(
+                "SuccessfulCreate",
+                format!("Created {create} pods with generateName {name}-"),
+            ),
+        });
     }
     if !status.matches(&current_status) {
-        out = out.update_status(status.write_for(&view)?);
+        out = out.update_status(status.write_for(&view, &current_status, req.now)?);
+    }
+    if let Some(after) = next_available {
+        out = out.requeue_after(after);
     }
     Ok(out)
 }
 
-type Labels<'a> = BTreeMap<Cow<'a, str>, Cow<'a, str>>;
+/// The server's message when the previous attempt failed at one of the
+/// creates this reconcile makes again. Writes go kept pods first
+/// (`0..keep`), then creates, so the failed write's position says which it
+/// was. Conflicts and not-founds are left out: they only mean the cache was
+/// behind, and the host retries them at once.
+fn refused_create(req: &Request, keep: usize, create: usize) -> Option<&str> {
+    let failure = req.last_failure.as_ref()?;
+    let at = failure.write as usize;
+    (!matches!(failure.code, 404 | 409) && (keep..keep + create).contains(&at))
+        .then_some(failure.message.as_str())
+}
+
+/// Upstream's event for a refused create.
+fn failed_create_event(message: &str) -> Event {
+    Event::warning("FailedCreate", format!("Error creating: {message}"))
+}
 
 /// Whether the pod carries every template label.
 fn has_labels(pod: &Labels<'_>, template: &Labels<'_>) -> bool {
@@ -190,314 +261,6 @@ fn pod_from_template(
         },
         spec: template.spec.unwrap_or(empty),
     })
-}
-
-/// For fields that must be told apart from absent when they are `null`:
-/// present (even as `null`) deserializes to `Some`.
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
-}
-
-/// The parts of a ReplicaSet this controller looks at, borrowed from its JSON.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RsView<'a> {
-    #[serde(borrow, default)]
-    api_version: Cow<'a, str>,
-    #[serde(borrow, default)]
-    kind: Cow<'a, str>,
-    #[serde(borrow, default)]
-    metadata: RsMeta<'a>,
-    #[serde(borrow, default)]
-    spec: RsSpec<'a>,
-    /// Kept as text: read for the counts, copied into a status write.
-    #[serde(borrow, default, deserialize_with = "present")]
-    status: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct RsMeta<'a> {
-    #[serde(borrow, default)]
-    name: Cow<'a, str>,
-    #[serde(borrow, default)]
-    namespace: Option<Cow<'a, str>>,
-    #[serde(default)]
-    generation: Option<i64>,
-    #[serde(borrow, default)]
-    resource_version: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    deletion_timestamp: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize, Default)]
-struct RsSpec<'a> {
-    #[serde(default)]
-    replicas: Option<Value>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    template: Option<RsTemplate<'a>>,
-}
-
-/// The pod template, as JSON text: new pods copy it verbatim.
-#[derive(Deserialize)]
-struct RsTemplate<'a> {
-    #[serde(borrow, default)]
-    metadata: RsTemplateMeta<'a>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    spec: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize, Default)]
-struct RsTemplateMeta<'a> {
-    #[serde(borrow, default, deserialize_with = "present")]
-    labels: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    annotations: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    finalizers: Option<&'a RawValue>,
-}
-
-/// The status counts as the object has them (absent counts as 0, as the
-/// API server omits zero counts).
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct RsStatus {
-    #[serde(default)]
-    replicas: i64,
-    #[serde(default)]
-    fully_labeled_replicas: i64,
-    #[serde(default)]
-    ready_replicas: i64,
-    #[serde(default)]
-    available_replicas: i64,
-    #[serde(default)]
-    observed_generation: i64,
-}
-
-/// The parts of a pod this controller looks at, borrowed from its JSON.
-#[derive(Deserialize)]
-struct PodView<'a> {
-    #[serde(borrow, default)]
-    kind: Cow<'a, str>,
-    #[serde(borrow, default)]
-    metadata: PodMeta<'a>,
-    #[serde(borrow, default)]
-    spec: PodSpec<'a>,
-    #[serde(borrow, default)]
-    status: PodStatus<'a>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct PodMeta<'a> {
-    #[serde(borrow, default)]
-    name: Cow<'a, str>,
-    #[serde(borrow, default)]
-    namespace: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    creation_timestamp: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    deletion_timestamp: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    labels: Labels<'a>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct PodSpec<'a> {
-    #[serde(borrow, default)]
-    node_name: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct PodStatus<'a> {
-    #[serde(borrow, default)]
-    phase: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    conditions: Vec<PodCondition<'a>>,
-    #[serde(default)]
-    container_statuses: Vec<ContainerStatus>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PodCondition<'a> {
-    #[serde(borrow, rename = "type")]
-    type_: Cow<'a, str>,
-    #[serde(borrow)]
-    status: Cow<'a, str>,
-    #[serde(borrow, default)]
-    last_transition_time: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ContainerStatus {
-    #[serde(default)]
-    restart_count: i64,
-}
-
-impl PodView<'_> {
-    /// Live pods count toward replicas: not being deleted, not finished.
-    fn is_live(&self) -> bool {
-        self.metadata.deletion_timestamp.is_none()
-            && !matches!(self.status.phase.as_deref(), Some("Succeeded" | "Failed"))
-    }
-}
-
-/// What the upstream controller ranks pods by.
-struct PodRank<'a> {
-    pod: PodView<'a>,
-    scheduled: bool,
-    phase: u8,
-    ready: bool,
-    ready_since: Option<Cow<'a, str>>,
-    restarts: i64,
-}
-
-impl<'a> PodRank<'a> {
-    fn of(mut pod: PodView<'a>) -> Self {
-        let ready_condition = pod
-            .status
-            .conditions
-            .iter_mut()
-            .find(|c| c.type_ == "Ready");
-        let ready = ready_condition.as_ref().is_some_and(|c| c.status == "True");
-        let ready_since = ready_condition
-            .filter(|_| ready)
-            .and_then(|c| c.last_transition_time.take());
-        Self {
-            scheduled: pod.spec.node_name.as_deref().is_some_and(|n| !n.is_empty()),
-            phase: match pod.status.phase.as_deref() {
-                Some("Running") => 2,
-                Some("Unknown") => 1,
-                _ => 0,
-            },
-            ready,
-            ready_since,
-            restarts: pod
-                .status
-                .container_statuses
-                .iter()
-                .map(|s| s.restart_count)
-                .sum(),
-            pod,
-        }
-    }
-
-    /// Orders pods best-to-keep first: scheduled, running, ready, ready for
-    /// longer, fewer restarts, older; the name breaks ties so the choice is
-    /// deterministic. (RFC 3339 timestamps in one format compare as strings.)
-    fn keep_first(a: &Self, b: &Self) -> Ordering {
-        b.scheduled
-            .cmp(&a.scheduled)
-            .then(b.phase.cmp(&a.phase))
-            .then(b.ready.cmp(&a.ready))
-            .then_with(|| older_first(a.ready_since.as_deref(), b.ready_since.as_deref()))
-            .then(a.restarts.cmp(&b.restarts))
-            .then_with(|| {
-                older_first(
-                    a.pod.metadata.creation_timestamp.as_deref(),
-                    b.pod.metadata.creation_timestamp.as_deref(),
-                )
-            })
-            .then_with(|| a.pod.metadata.name.cmp(&b.pod.metadata.name))
-    }
-}
-
-/// Earlier timestamps first; a missing one last.
-fn older_first(a: Option<&str>, b: Option<&str>) -> Ordering {
-    match (a, b) {
-        (Some(a), Some(b)) => a.cmp(b),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => Ordering::Equal,
-    }
-}
-
-/// The status fields this controller owns.
-struct Status {
-    replicas: i64,
-    fully_labeled: i64,
-    ready: i64,
-    observed_generation: i64,
-}
-
-impl Status {
-    const FIELDS: [&'static str; 5] = [
-        "replicas",
-        "fullyLabeledReplicas",
-        "readyReplicas",
-        "availableReplicas",
-        "observedGeneration",
-    ];
-
-    fn values(&self) -> [i64; 5] {
-        [
-            self.replicas,
-            self.fully_labeled,
-            self.ready,
-            self.ready,
-            self.observed_generation,
-        ]
-    }
-
-    /// Whether the object's status already says this.
-    fn matches(&self, current: &RsStatus) -> bool {
-        [
-            current.replicas,
-            current.fully_labeled_replicas,
-            current.ready_replicas,
-            current.available_replicas,
-            current.observed_generation,
-        ] == self.values()
-    }
-
-    /// A status write: the ReplicaSet's identity and resourceVersion (so a
-    /// stale write conflicts) and its status, keeping status fields this
-    /// controller does not own (e.g. conditions).
-    fn write_for(&self, rs: &RsView<'_>) -> Result<Object, Error> {
-        #[derive(Serialize)]
-        struct StatusWrite<'a> {
-            #[serde(rename = "apiVersion")]
-            api_version: &'a str,
-            kind: &'a str,
-            metadata: StatusWriteMeta<'a>,
-            status: Map<String, Value>,
-        }
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct StatusWriteMeta<'a> {
-            name: &'a str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            namespace: Option<&'a str>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            resource_version: Option<&'a str>,
-        }
-        let mut status = match rs
-            .status
-            .map(|s| serde_json::from_str(s.get()))
-            .transpose()?
-        {
-            Some(Value::Object(s)) => s,
-            _ => Map::new(),
-        };
-        for (field, value) in Self::FIELDS.iter().zip(self.values()) {
-            status.insert((*field).to_owned(), value.into());
-        }
-        let meta = &rs.metadata;
-        Object::from_serialize(&StatusWrite {
-            api_version: &rs.api_version,
-            kind: &rs.kind,
-            metadata: StatusWriteMeta {
-                name: &meta.name,
-                namespace: meta.namespace.as_deref(),
-                resource_version: meta.resource_version.as_deref(),
-            },
-            status,
-        })
-    }
 }
 
 #[cfg(test)]

@@ -289,3 +289,204 @@ fn scaling_in_quick_succession_ends_at_the_last_value() {
     assert!(new_pods(&out).is_empty());
     assert_eq!(out.status_updates().count(), 0);
 }
+
+fn with_status(text: &str, status: &str) -> String {
+    text.replace("status: {}", &format!("status: {status}"))
+}
+
+/// Ended pods stop counting; the host's pruning deletes them and the
+/// replicas are made up with new pods.
+#[test]
+fn ended_pods_are_replaced() {
+    let text = rs_yaml(3, "{}")
+        + &pod_yaml("web-a", "2026-01-01T00:00:00Z", "Succeeded", false, "")
+        + &pod_yaml("web-b", "2026-01-01T00:00:01Z", "Failed", false, "")
+        + &pod_yaml("web-c", "2026-01-01T00:00:02Z", "Running", true, "");
+    let mut h = H::new().with_objects(&text).unwrap();
+    let out = h.reconcile_key(&key()).unwrap();
+    assert_eq!(kept_names(&out), ["web-c"]);
+    assert_eq!(new_pods(&out).len(), 2);
+    assert_eq!(
+        out.status_updates()
+            .next()
+            .unwrap()
+            .get_i64("status.replicas"),
+        Some(1)
+    );
+    h.converge(&key(), 5).unwrap();
+    let pods = h.list("v1", "Pod");
+    assert_eq!(pods.len(), 3);
+    assert!(
+        pods.iter()
+            .all(|p| p.name() != "web-a" && p.name() != "web-b")
+    );
+    assert_eq!(h.get(&key()).unwrap().get_i64("status.replicas"), Some(3));
+}
+
+/// Pods being deleted do not count, but are reported as terminating (what a
+/// Recreate rollout waits for); ended pods are not terminating.
+#[test]
+fn terminating_pods_are_counted_apart() {
+    let deleting = "deletionTimestamp: \"2026-01-02T00:00:00Z\"";
+    let text = rs_yaml(1, "{}")
+        + &pod_yaml("web-a", "2026-01-01T00:00:00Z", "Running", true, deleting)
+        + &pod_yaml("web-b", "2026-01-01T00:00:01Z", "Running", true, deleting)
+        + &pod_yaml("web-c", "2026-01-01T00:00:02Z", "Failed", false, deleting)
+        + &pod_yaml("web-d", "2026-01-01T00:00:03Z", "Running", true, "");
+    let out = H::new()
+        .with_objects(&text)
+        .unwrap()
+        .reconcile_key(&key())
+        .unwrap();
+    assert_eq!(kept_names(&out), ["web-d"]);
+    let s = out.status_updates().next().unwrap();
+    assert_eq!(s.get_i64("status.replicas"), Some(1));
+    assert_eq!(s.get_i64("status.terminatingReplicas"), Some(2));
+}
+
+/// `availableReplicas` counts pods ready for longer than `minReadySeconds`
+/// at `Request::now` (strictly, as upstream), and the reconcile is requeued
+/// for when the next ready pod becomes available.
+#[test]
+fn min_ready_seconds_availability_and_requeue() {
+    use std::time::Duration;
+    use windlass_sdk::Time;
+    // Pods ready since 10:00:00 and 10:00:20; minReadySeconds 30.
+    let text = rs_yaml(3, "{}")
+        .replace("  replicas: 3\n", "  replicas: 3\n  minReadySeconds: 30\n")
+        + &pod_yaml("web-a", "2026-01-01T10:00:00Z", "Running", true, "")
+        + &pod_yaml("web-b", "2026-01-01T10:00:20Z", "Running", true, "")
+        + &pod_yaml("web-c", "2026-01-01T10:00:20Z", "Running", false, "");
+    let at = |s: &str| Time::parse(s).unwrap();
+    let ms = Duration::from_millis;
+    // (now, available, requeue after)
+    let table = [
+        ("2026-01-01T10:00:10Z", 0, Some(ms(20_001))),
+        ("2026-01-01T10:00:30Z", 0, Some(ms(1))),
+        ("2026-01-01T10:00:30.5Z", 1, Some(ms(19_501))),
+        ("2026-01-01T10:00:50Z", 1, Some(ms(1))),
+        ("2026-01-01T10:01:00Z", 2, None),
+    ];
+    for (now, available, requeue) in table {
+        let h = H::new().with_objects(&text).unwrap().with_now(at(now));
+        let out = h.reconcile_key(&key()).unwrap();
+        let s = out.status_updates().next().unwrap();
+        assert_eq!(s.get_i64("status.readyReplicas"), Some(2), "{now}");
+        assert_eq!(
+            s.get_i64("status.availableReplicas"),
+            Some(available),
+            "{now}"
+        );
+        assert_eq!(out.requeue_after, requeue, "{now}");
+    }
+    // Without minReadySeconds, ready is available at once.
+    let text = text.replace("  minReadySeconds: 30\n", "");
+    let h = H::new()
+        .with_objects(&text)
+        .unwrap()
+        .with_now(at("2026-01-01T10:00:10Z"));
+    let out = h.reconcile_key(&key()).unwrap();
+    let s = out.status_updates().next().unwrap();
+    assert_eq!(s.get_i64("status.availableReplicas"), Some(2));
+    assert_eq!(out.requeue_after, None);
+}
+
+const QUOTA: &str = "pods \"web-x\" is forbidden: exceeded quota: pods, requested: pods=1, \
+                     used: pods=1, limited: pods=1";
+
+fn refused(write: u32, code: u16) -> Option<windlass_sdk::WriteFailure> {
+    Some(windlass_sdk::WriteFailure {
+        write,
+        code,
+        reason: if code == 403 { "Forbidden" } else { "Conflict" }.into(),
+        message: QUOTA.into(),
+    })
+}
+
+/// A create refused by the server: the next reconcile records it (a
+/// `FailedCreate` event, the `ReplicaFailure` condition) and writes nothing
+/// else; retries try the creates again without rewriting the condition;
+/// once creates go through, the status drops it.
+#[test]
+fn refused_creates_give_failed_create_until_they_succeed() {
+    use windlass_sdk::{EventType, Time};
+    let text = rs_yaml(3, "{}") + &pod_yaml("web-a", "2026-01-01T00:00:00Z", "Running", true, "");
+    let mut h = H::new()
+        .with_objects(&text)
+        .unwrap()
+        .with_now(Time::parse("2026-01-01T00:05:00Z").unwrap());
+    // Writes were: keep web-a (0), create (1), create (2), status; the
+    // first create was refused.
+    h.set_last_failure(refused(1, 403));
+    let out = h.reconcile_key(&key()).unwrap();
+    assert_eq!(out.writes.len(), 1, "{out:?}");
+    assert!(!out.prune_owned);
+    assert_eq!(out.events.len(), 1);
+    let e = &out.events[0];
+    assert_eq!(e.type_, EventType::Warning);
+    assert_eq!(e.reason, "FailedCreate");
+    assert_eq!(e.message, format!("Error creating: {QUOTA}"));
+    let s = out.status_updates().next().unwrap();
+    let cond = s.get("status.conditions.0").unwrap();
+    assert_eq!(cond["type"], "ReplicaFailure");
+    assert_eq!(cond["status"], "True");
+    assert_eq!(cond["reason"], "FailedCreate");
+    assert_eq!(cond["message"], QUOTA);
+    assert_eq!(cond["lastTransitionTime"], "2026-01-01T00:05:00Z");
+    assert_eq!(s.get_i64("status.replicas"), Some(1));
+    h.apply_outcome(&key(), &out).unwrap();
+
+    // Still refused: the creates are tried again, the condition stays as it is.
+    h.set_last_failure(refused(1, 403));
+    let out = h.reconcile_key(&key()).unwrap();
+    assert_eq!(new_pods(&out).len(), 2);
+    assert_eq!(out.status_updates().count(), 0);
+    assert_eq!(out.events.len(), 1);
+    assert_eq!(out.events[0].reason, "FailedCreate");
+
+    // The creates go through: the condition is removed after them.
+    h.set_last_failure(None);
+    let out = h.reconcile_key(&key()).unwrap();
+    assert_eq!(new_pods(&out).len(), 2);
+    assert!(matches!(out.writes.last(), Some(Write::UpdateStatus(_))));
+    assert_eq!(out.events[0].reason, "SuccessfulCreate");
+    h.apply_outcome(&key(), &out).unwrap();
+    let rs = h.get(&key()).unwrap();
+    assert_eq!(rs.get("status.conditions"), None);
+    // It settles with three pods and no condition.
+    h.converge(&key(), 3).unwrap();
+    assert_eq!(h.list("v1", "Pod").len(), 3);
+    let rs = h.get(&key()).unwrap();
+    assert_eq!(rs.get_i64("status.replicas"), Some(3));
+    assert_eq!(rs.get("status.conditions"), None);
+}
+
+/// Only a refused create counts: a conflict, or a failure at a kept pod or
+/// at the status write, is not a `FailedCreate`.
+#[test]
+fn other_failures_are_not_failed_creates() {
+    let text = rs_yaml(3, "{}") + &pod_yaml("web-a", "2026-01-01T00:00:00Z", "Running", true, "");
+    let status_with_failure = "{replicas: 1, fullyLabeledReplicas: 1, readyReplicas: 1, \
+        availableReplicas: 1, observedGeneration: 3, conditions: [{type: ReplicaFailure, \
+        status: \"True\", reason: FailedCreate, message: old}]}";
+    // (write, code, status before, creates expected, condition kept)
+    let table = [
+        (1, 409, "{}", 2, false),
+        (0, 403, "{}", 2, false),
+        (3, 500, "{}", 2, false),
+        (2, 403, status_with_failure, 2, true),
+        (0, 403, status_with_failure, 2, false),
+    ];
+    for (write, code, before, creates, kept) in table {
+        let mut h = H::new().with_objects(&with_status(&text, before)).unwrap();
+        h.set_last_failure(refused(write, code));
+        let out = h.reconcile_key(&key()).unwrap();
+        let case = format!("write {write}, code {code}, status {before}");
+        assert_eq!(new_pods(&out).len(), creates, "{case}");
+        let failed = out.events.iter().any(|e| e.reason == "FailedCreate");
+        assert_eq!(failed, kept, "{case}");
+        h.apply_outcome(&key(), &out).unwrap();
+        let has_condition = h.get(&key()).unwrap().get("status.conditions").is_some();
+        assert_eq!(has_condition, kept, "{case}");
+    }
+}

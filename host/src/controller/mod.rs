@@ -12,6 +12,11 @@
 //! creates or deletes children, the key is not reconciled again until the
 //! cache has seen those changes (or a timeout passes), so a plugin never
 //! acts twice on a stale picture — e.g. creating pods twice.
+//!
+//! Like controller-runtime, workers start only once every informer the
+//! plugin uses has listed and its indexes (`indexing.rs`) are built.
+
+mod indexing;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -23,19 +28,27 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::cache::{CachedObject, Change, ObjectKey};
-use crate::contract::{KindRef, Manifest, ObjectRef, Outcome, Request};
+use crate::contract::{KindRef, Manifest, ObjectRef, Request, WriteFailure, now_ms};
 use crate::discovery::DiscoveryError;
 use crate::histogram::{Histogram, HistogramSnapshot};
+use crate::index::SharedIndex;
 use crate::informer::Informer;
 use crate::informers::{Informers, PluginView};
+use crate::model::CacheReader;
 use crate::queue::{RateLimit, WorkQueue};
-use crate::runtime::{Attempt, CacheReader, Plugin, PluginError};
+use crate::runtime::{Attempt, Plugin, PluginError};
 use crate::writer::{Applied, Target, WriteError, Writer};
+use indexing::{Binder, IndexedWatch};
 
 /// How long a key waits for its own writes to show up in the cache.
 const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(30);
 /// Delay before reconciling again after a conflict (the cache was behind).
 const STALE_RETRY: Duration = Duration::from_millis(20);
+/// After this many conflicts or not-founds in a row, a key is not the
+/// cache being behind but a write that cannot succeed as it is (a namespace
+/// that does not exist, say): it backs off like a failure and says so in an
+/// event, instead of retrying every few milliseconds.
+const STALE_STREAK: u32 = 5;
 
 /// A plugin call first runs on the async worker itself, without the
 /// hand-off to a blocking thread and back (which costs more than a typical
@@ -122,6 +135,14 @@ struct Shared {
     expectations: Mutex<HashMap<ObjectRef, Expectation>>,
     stats: ControllerStats,
     inline: InlinePolicy,
+    /// The plugin's indexed watches and their indexes.
+    indexed: Vec<IndexedWatch>,
+    /// Informer syncs and index builds still awaited; workers start at 0.
+    ready: tokio::sync::watch::Sender<usize>,
+    /// Per key: why the last attempt's writes failed (for the next request),
+    /// and how many conflicts in a row it has had.
+    failed_writes: Mutex<HashMap<ObjectRef, WriteFailure>>,
+    stale_streak: Mutex<HashMap<ObjectRef, u32>>,
 }
 
 /// Whether the plugin's next call runs inline on the async worker (see
@@ -202,7 +223,22 @@ impl Controller {
         let mut all = vec![(manifest.reconciles.kind.clone(), primary.clone())];
         all.extend(owns.iter().cloned());
         all.extend(reads.iter().cloned());
-        let view = Arc::new(PluginView::new(all));
+        let mut indexed = Vec::new();
+        for (role, watch) in manifest.watches().filter(|(_, w)| w.indexed) {
+            indexed.push(IndexedWatch {
+                kind: watch.kind.clone(),
+                informer: informers.get(watch).await?,
+                index: Arc::new(SharedIndex::new()),
+                reads: role == "reads",
+            });
+        }
+        let indexes = indexed
+            .iter()
+            .map(|w| (w.kind.clone(), w.index.clone()))
+            .collect();
+        // Every informer's sync, and every index's build.
+        let (ready, _) = tokio::sync::watch::channel(all.len() + indexed.len());
+        let view = Arc::new(PluginView::new(all).with_indexes(indexes));
 
         let shared = Arc::new(Shared {
             plugin: RwLock::new(plugin),
@@ -215,6 +251,10 @@ impl Controller {
             expectations: Mutex::new(HashMap::new()),
             stats: ControllerStats::default(),
             inline: InlinePolicy::default(),
+            indexed,
+            ready,
+            failed_writes: Mutex::new(HashMap::new()),
+            stale_streak: Mutex::new(HashMap::new()),
         });
         let mut subscriptions = Vec::new();
         let mut tasks = Vec::new();
@@ -251,9 +291,18 @@ impl Controller {
             subscriptions.push((informer.clone(), id));
         }
 
-        if !reads.is_empty() {
+        // `reads` watches that are indexed go through their index (which
+        // calls `map` when an entry changes); the others straight to `map`.
+        let plain_reads: Vec<&Arc<Informer>> = manifest
+            .reads
+            .iter()
+            .zip(&reads)
+            .filter(|(w, _)| !w.indexed)
+            .map(|(_, (_, informer))| informer)
+            .collect();
+        if !plain_reads.is_empty() {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Arc<str>>();
-            for (_, informer) in &reads {
+            for informer in plain_reads {
                 let tx = tx.clone();
                 let id = informer.subscribe(Arc::new(move |change: &Change| {
                     let _ = tx.send(change.object().text().clone());
@@ -261,6 +310,23 @@ impl Controller {
                 subscriptions.push((informer.clone(), id));
             }
             tasks.push(tokio::spawn(map_changes(shared.clone(), rx)));
+        }
+        for (which, watch) in shared.indexed.iter().enumerate() {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Change>();
+            let id = watch.informer.subscribe(Arc::new(move |change: &Change| {
+                let _ = tx.send(change.clone());
+            }));
+            subscriptions.push((watch.informer.clone(), id));
+            tasks.push(tokio::spawn(indexing::follow(shared.clone(), which, rx)));
+        }
+        for informer in shared.view.informers().cloned().collect::<Vec<_>>() {
+            let shared = shared.clone();
+            tasks.push(tokio::spawn(async move {
+                informer.wait_synced().await;
+                shared
+                    .ready
+                    .send_modify(|pending| *pending = pending.saturating_sub(1));
+            }));
         }
 
         // The primary informer may have synced before we subscribed.
@@ -284,6 +350,10 @@ impl Controller {
             let span = tracing::info_span!("worker", plugin = %manifest.name, worker);
             tasks.push(tokio::spawn(
                 async move {
+                    // As controller-runtime: no reconcile before every
+                    // informer has listed and every index is built.
+                    let mut ready = shared.ready.subscribe();
+                    let _ = ready.wait_for(|pending| *pending == 0).await;
                     while let Some((key, queued)) = shared.queue.get().await {
                         process(&shared, &key, queued).await;
                         shared.queue.done(&key);
@@ -331,9 +401,10 @@ impl Controller {
         self.shared.queue.depth()
     }
 
-    /// True once every informer this plugin uses has listed.
+    /// True once every informer this plugin uses has listed and its
+    /// indexes are built.
     pub fn is_synced(&self) -> bool {
-        self.shared.view.informers().all(|i| i.is_synced())
+        self.shared.view.informers().all(|i| i.is_synced()) && *self.shared.ready.borrow() == 0
     }
 
     /// Why informers this plugin uses have not listed yet, one line each
@@ -394,38 +465,61 @@ fn enqueue_all(shared: &Shared) {
 /// Turns changes of `reads` objects into primary keys through `map`.
 async fn map_changes(shared: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedReceiver<Arc<str>>) {
     while let Some(text) = rx.recv().await {
-        let plugin = shared
-            .plugin
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let view: Arc<dyn CacheReader> = shared.view.clone();
-        let inline = if shared.inline.allows() {
-            let started = std::time::Instant::now();
-            let result = plugin.try_map(&text, view.clone(), INLINE_BUDGET);
-            match result {
-                Some(_) => shared.inline.finished(started.elapsed()),
-                None => shared.inline.unfinished(),
+        map_one(&shared, text).await;
+    }
+}
+
+/// Calls `map` for one changed object and enqueues the keys it returns.
+async fn map_one(shared: &Arc<Shared>, text: Arc<str>) {
+    let view: Arc<dyn CacheReader> = shared.view.clone();
+    let (t, v) = (text.clone(), view.clone());
+    let result = call_plugin_fn(
+        shared,
+        |plugin, budget| plugin.try_map(&text, view, budget),
+        move |plugin| plugin.map(t.to_string(), v),
+    )
+    .await;
+    match result {
+        Ok(keys) => keys.into_iter().for_each(|k| shared.queue.add(k)),
+        Err(e) => tracing::warn!(plugin = %shared.manifest.name, error = %e, "map failed"),
+    }
+}
+
+/// Runs one plugin call the way every call runs: inline on the async worker
+/// while the plugin's calls are quick (`inline` gets the budget and answers
+/// `None` when it could not finish), else — or when the inline try had to
+/// give up — on a blocking thread (`blocking`).
+async fn call_plugin_fn<R: Send + 'static>(
+    shared: &Shared,
+    inline: impl FnOnce(&Plugin, Duration) -> Option<Result<R, PluginError>>,
+    blocking: impl FnOnce(Plugin) -> Result<R, PluginError> + Send + 'static,
+) -> Result<R, PluginError> {
+    let plugin = shared
+        .plugin
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    if shared.inline.allows() {
+        let started = std::time::Instant::now();
+        match inline(&plugin, INLINE_BUDGET) {
+            Some(result) => {
+                shared.inline.finished(started.elapsed());
+                return result;
             }
-            result
-        } else {
-            None
-        };
-        let result = match inline {
-            Some(result) => Ok(result),
-            None => {
-                shared.stats.blocking_calls.fetch_add(1, Ordering::Relaxed);
-                tokio::task::spawn_blocking(move || plugin.map(text.to_string(), view)).await
-            }
-        };
-        match result {
-            Ok(Ok(keys)) => keys.into_iter().for_each(|k| shared.queue.add(k)),
-            Ok(Err(e)) => tracing::warn!(plugin = %shared.manifest.name, error = %e, "map failed"),
-            Err(e) => {
-                tracing::error!(plugin = %shared.manifest.name, error = %e, "map task failed")
-            }
+            None => shared.inline.unfinished(),
         }
     }
+    shared.stats.blocking_calls.fetch_add(1, Ordering::Relaxed);
+    tokio::task::spawn_blocking(move || blocking(plugin))
+        .await
+        .unwrap_or_else(|e| {
+            Err(PluginError::Failed {
+                plugin: shared.manifest.name.clone(),
+                export: "call",
+                message: format!("the call's thread failed: {e}"),
+                retry: true,
+            })
+        })
 }
 
 /// One reconcile of `key`, start to finish. Never fails: every problem ends
@@ -451,6 +545,9 @@ async fn process(shared: &Arc<Shared>, key: &ObjectRef, queued: Instant) {
         stats
             .busy_micros
             .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+        if !matches!(result, Err(Failure::Stale(_))) {
+            lock(&shared.stale_streak).remove(key);
+        }
         match result {
             Ok(requeue) => {
                 shared.queue.forget(key);
@@ -460,7 +557,25 @@ async fn process(shared: &Arc<Shared>, key: &ObjectRef, queued: Instant) {
             }
             Err(Failure::Stale(e)) => {
                 shared.stats.conflicts.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(error = %e, "cache was behind; reconciling again");
+                let streak = {
+                    let mut streaks = lock(&shared.stale_streak);
+                    let n = streaks.entry(key.clone()).or_default();
+                    *n += 1;
+                    *n
+                };
+                if streak < STALE_STREAK {
+                    tracing::debug!(error = %e, "cache was behind; reconciling again");
+                    shared.queue.add_after(key.clone(), STALE_RETRY);
+                } else {
+                    // Not the cache being behind: a write that keeps failing.
+                    let delay = shared.queue.add_rate_limited(key.clone());
+                    tracing::warn!(error = %e, retry_in = ?delay, "a write keeps failing with a conflict or not-found");
+                    report(shared, key, format!("a write keeps failing: {e}")).await;
+                }
+            }
+            Err(Failure::Race(e)) => {
+                shared.stats.conflicts.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(error = %e, "another decision came first; reconciling again");
                 shared.queue.add_after(key.clone(), STALE_RETRY);
             }
             Err(Failure::Retry(e)) => {
@@ -504,6 +619,9 @@ async fn report(shared: &Shared, key: &ObjectRef, message: String) {
 
 enum Failure {
     Stale(String),
+    /// Another decision came first (a binding's assumption was refused):
+    /// reconcile again soon, however often it happens.
+    Race(String),
     Retry(String),
     GiveUp(String),
 }
@@ -512,6 +630,7 @@ impl From<WriteError> for Failure {
     fn from(e: WriteError) -> Self {
         match e {
             WriteError::Stale(e) => Failure::Stale(e.to_string()),
+            WriteError::Assumed(m) => Failure::Race(m),
             other => Failure::Retry(other.to_string()),
         }
     }
@@ -644,23 +763,40 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectRef) -> Result<Option<Durat
         object: object.as_ref().map(|o| o.text().to_string()),
         owned: owned.iter().map(|(_, o)| o.text().to_string()).collect(),
         attempt: shared.queue.failures(key),
+        now_ms: now_ms(),
+        last_failure: lock(&shared.failed_writes).get(key).cloned(),
     };
-    let plugin = shared
-        .plugin
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    let outcome = call_plugin(shared, plugin, finalize, request).await?;
+    let view: Arc<dyn CacheReader> = shared.view.clone();
+    let request = Arc::new(request);
+    let (r, v) = (request.clone(), view.clone());
+    let outcome = call_plugin_fn(
+        shared,
+        |plugin, budget| match plugin.try_reconcile(finalize, &request, view, budget) {
+            Attempt::Done(result) => Some(result),
+            Attempt::Unfinished => None,
+        },
+        move |plugin| {
+            if finalize {
+                plugin.finalize(&r, v)
+            } else {
+                plugin.reconcile(&r, v)
+            }
+        },
+    )
+    .await?;
 
+    let binder = Binder::prepare(shared, &outcome).await;
     let target = Target {
         manifest,
         key,
         primary: object.as_deref(),
         owned: &owned,
         live: shared.view.as_ref(),
+        assume: binder.as_ref().map(|b| b as &dyn crate::writer::Assume),
     };
     let mut applied = Applied::default();
     let result = shared.writer.execute(&target, &outcome, &mut applied).await;
+    remember_failure(shared, key, &applied, result.as_ref().err());
     shared
         .stats
         .writes
@@ -678,35 +814,38 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectRef) -> Result<Option<Durat
     Ok(outcome.requeue_after)
 }
 
-/// Calls `reconcile` (or `finalize`): inline while the plugin's calls are
-/// quick, else (or when an inline try runs out of its budget) on a blocking
-/// thread.
-async fn call_plugin(
+/// Remembers why a write of this attempt failed, for the next request's
+/// `last-failure`; a clean attempt forgets it.
+fn remember_failure(
     shared: &Shared,
-    plugin: Plugin,
-    finalize: bool,
-    request: Request,
-) -> Result<Outcome, Failure> {
-    let view: Arc<dyn CacheReader> = shared.view.clone();
-    if shared.inline.allows() {
-        let started = std::time::Instant::now();
-        match plugin.try_reconcile(finalize, &request, view.clone(), INLINE_BUDGET) {
-            Attempt::Done(result) => {
-                shared.inline.finished(started.elapsed());
-                return Ok(result?);
-            }
-            Attempt::Unfinished => shared.inline.unfinished(),
+    key: &ObjectRef,
+    applied: &Applied,
+    error: Option<&WriteError>,
+) {
+    let mut failed = lock(&shared.failed_writes);
+    let api = match error {
+        Some(WriteError::Api(e) | WriteError::Stale(e)) => Some(e),
+        _ => None,
+    };
+    match (api, applied.failed_at) {
+        (Some(e), Some(write)) => {
+            failed.insert(
+                key.clone(),
+                WriteFailure {
+                    write,
+                    code: e.code,
+                    reason: e.reason.clone(),
+                    message: e.message.clone(),
+                },
+            );
         }
+        (None, _) if error.is_none() => {
+            failed.remove(key);
+        }
+        _ => {}
     }
-    shared.stats.blocking_calls.fetch_add(1, Ordering::Relaxed);
-    let outcome = tokio::task::spawn_blocking(move || {
-        if finalize {
-            plugin.finalize(&request, view)
-        } else {
-            plugin.reconcile(&request, view)
-        }
-    })
-    .await
-    .map_err(|e| Failure::Retry(format!("reconcile task failed: {e}")))??;
-    Ok(outcome)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -1,0 +1,232 @@
+//! One plugin's indexes (contract 0.2): a task per indexed watch keeps the
+//! plugin's [`SharedIndex`] of that kind in step with the informer, by
+//! calling the plugin's `index` for every object that changes; for an
+//! indexed `reads` watch it calls `map` only when an object's entry changed
+//! (appeared, moved, went). And [`Binder`]: the "assume" of a binding, which
+//! files the pod under its new node in the plugin's index before the
+//! binding is sent, or refuses it when what the reconcile read has changed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::{Shared, call_plugin_fn};
+use crate::cache::{CachedObject, Change, ObjectKey};
+use crate::contract::{IndexEntry, KindRef, ObjectRef, Outcome, SubresourceCreate, Write};
+use crate::index::SharedIndex;
+use crate::informer::Informer;
+use crate::model::CacheReader;
+use crate::writer::Assume;
+
+/// One indexed watch of a plugin.
+pub(super) struct IndexedWatch {
+    pub kind: KindRef,
+    pub informer: Arc<Informer>,
+    pub index: Arc<SharedIndex>,
+    /// A `reads` watch: entry changes go through `map`.
+    pub reads: bool,
+}
+
+/// Keeps one index in step: fills it from the informer's cache once it has
+/// synced, then follows the changes the informer reports (`changes` was
+/// subscribed before the fill, so nothing falls between; what arrives twice
+/// or late is ignored by version).
+pub(super) async fn follow(
+    shared: Arc<Shared>,
+    which: usize,
+    mut changes: UnboundedReceiver<Change>,
+) {
+    let watch = &shared.indexed[which];
+    watch.informer.wait_synced().await;
+    let everything = windlass_selector::LabelSelector::everything();
+    let objects = watch.informer.cache().read(|s| s.list(None, &everything));
+    for object in objects {
+        file(&shared, watch, &object).await;
+    }
+    tracing::debug!(plugin = %shared.manifest.name, kind = %watch.kind, objects = watch.index.read(|i| i.len()), "index built");
+    shared
+        .ready
+        .send_modify(|pending| *pending = pending.saturating_sub(1));
+    while let Some(change) = changes.recv().await {
+        let changed = match &change {
+            Change::Added(o) | Change::Modified { new: o, .. } => file(&shared, watch, o).await,
+            Change::Deleted(o) => {
+                let key = ObjectKey::new(o.namespace(), o.name());
+                watch.index.write(|i| i.remove(&key, version(o)))
+            }
+        };
+        if changed && watch.reads {
+            super::map_one(&shared, change.object().text().clone()).await;
+        }
+    }
+}
+
+fn version(o: &CachedObject) -> u64 {
+    o.resource_version().parse().unwrap_or(0)
+}
+
+/// Files one object; returns whether its entry changed. An object already
+/// filed at this version is not indexed again.
+async fn file(shared: &Arc<Shared>, watch: &IndexedWatch, object: &Arc<CachedObject>) -> bool {
+    let key = ObjectKey::new(object.namespace(), object.name());
+    let v = version(object);
+    if watch.index.read(|i| i.version_of(&key)) == Some(v) {
+        return false;
+    }
+    let entry = index_entry(shared, object.text().clone()).await;
+    watch
+        .index
+        .write(|i| i.file(key, v, object.text().clone(), entry))
+}
+
+/// The plugin's entry for `text`; a failing `index` files the object
+/// nowhere (logged: the plugin's reads then miss it until it changes).
+async fn index_entry(shared: &Arc<Shared>, text: Arc<str>) -> Option<IndexEntry> {
+    let view: Arc<dyn CacheReader> = shared.view.clone();
+    let (t, v) = (text.clone(), view.clone());
+    let result = call_plugin_fn(
+        shared,
+        |plugin, budget| plugin.try_index(&text, view, budget),
+        move |plugin| plugin.index(&t, v),
+    )
+    .await;
+    match result {
+        Ok(entry) => entry,
+        Err(e) => {
+            shared
+                .stats
+                .failures
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tracing::warn!(plugin = %shared.manifest.name, error = %e, "index failed; the object is filed nowhere");
+            None
+        }
+    }
+}
+
+/// The bindings of one outcome, prepared for [`Assume`]: each pod's entry
+/// as the plugin files it once bound.
+pub(super) struct Binder {
+    index: Arc<SharedIndex>,
+    /// Key → version, of the pod index's keys the reconcile read.
+    read: HashMap<String, u64>,
+    bound: HashMap<ObjectRef, (ObjectKey, Arc<str>, IndexEntry)>,
+}
+
+impl Binder {
+    /// Prepares the bindings in `outcome` when the plugin indexes pods;
+    /// `None` when there is nothing to assume.
+    pub(super) async fn prepare(shared: &Arc<Shared>, outcome: &Outcome) -> Option<Binder> {
+        let pods = KindRef::new("v1", "Pod");
+        let index = shared
+            .indexed
+            .iter()
+            .find(|w| w.kind == pods)?
+            .index
+            .clone();
+        let mut bound = HashMap::new();
+        for write in &outcome.writes {
+            let Write::CreateSubresource(SubresourceCreate {
+                target,
+                subresource,
+                body,
+            }) = write
+            else {
+                continue;
+            };
+            if subresource != "binding" || !target.kind_ref().eq(&pods) {
+                continue;
+            }
+            let Some(node) = serde_json::from_str::<Value>(body.get())
+                .ok()
+                .and_then(|b| b.pointer("/target/name")?.as_str().map(str::to_owned))
+            else {
+                continue;
+            };
+            let key = ObjectKey::new(target.namespace.as_deref(), &target.name);
+            let text = index
+                .read(|i| i.text_of(&key))
+                .or_else(|| shared.view.get(target));
+            let Some(text) = text else { continue };
+            let Some(assumed) = bound_pod(&text, &node) else {
+                continue;
+            };
+            let Some(entry) = index_entry(shared, assumed.clone()).await else {
+                continue;
+            };
+            bound.insert(target.clone(), (key, assumed, entry));
+        }
+        if bound.is_empty() {
+            return None;
+        }
+        let read = outcome
+            .index_reads
+            .iter()
+            .filter(|r| r.kind == pods)
+            .map(|r| (r.key.clone(), r.version))
+            .collect();
+        Some(Binder { index, read, bound })
+    }
+}
+
+impl Assume for Binder {
+    fn before_bind(&self, pod: &ObjectRef, _node: &str) -> Result<(), String> {
+        let lookup = ObjectRef {
+            namespace: pod.namespace.clone(),
+            ..pod.clone()
+        };
+        let Some((key, text, entry)) = self.bound.get(&lookup) else {
+            return Ok(());
+        };
+        let read: HashMap<&str, u64> = self.read.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        self.index
+            .write(|i| i.assume(key.clone(), text.clone(), entry.clone(), &read))
+            .map_err(|c| format!("binding {pod}: {}", c.0))
+    }
+
+    fn after_bind(&self, pod: &ObjectRef, bound: bool) {
+        if bound {
+            return;
+        }
+        if let Some((key, _, _)) = self.bound.get(pod) {
+            self.index.write(|i| i.forget_assumption(key));
+        }
+    }
+}
+
+/// The pod `text` as the binding subresource leaves it: on `node`, with
+/// `PodScheduled=True`.
+fn bound_pod(text: &str, node: &str) -> Option<Arc<str>> {
+    let mut pod: Value = serde_json::from_str(text).ok()?;
+    let spec = pod.get_mut("spec")?.as_object_mut()?;
+    spec.insert("nodeName".into(), json!(node));
+    let status = pod
+        .as_object_mut()?
+        .entry("status")
+        .or_insert_with(|| json!({}));
+    if let Some(status) = status.as_object_mut() {
+        let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+        if let Some(list) = conditions.as_array_mut() {
+            list.retain(|c| c["type"] != "PodScheduled");
+            list.push(json!({"type": "PodScheduled", "status": "True"}));
+        }
+    }
+    Some(pod.to_string().into())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_bound_pod_has_its_node_and_scheduled_condition() {
+        let pod = r#"{"metadata":{"name":"p"},"spec":{"containers":[]},"status":{"conditions":[{"type":"PodScheduled","status":"False"}]}}"#;
+        let bound: serde_json::Value =
+            serde_json::from_str(&super::bound_pod(pod, "n1").unwrap()).unwrap();
+        assert_eq!(bound["spec"]["nodeName"], "n1");
+        assert_eq!(
+            bound["status"]["conditions"],
+            serde_json::json!([{"type": "PodScheduled", "status": "True"}])
+        );
+        assert!(super::bound_pod("[]", "n1").is_none());
+    }
+}

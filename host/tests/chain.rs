@@ -1,0 +1,453 @@
+//! The whole control-loop chain as plugins — deployment → replicaset → pods →
+//! scheduler → kubelet — in the real `windlass run` binary, driven with the
+//! real `kubectl` as a user drives a cluster, on the simulated nodes of
+//! `examples/nodes.yaml` (three zones; `node-c1` has an hdd; `node-gpu1`
+//! is tainted `dedicated=gpu:NoSchedule`).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::Value;
+use windlass_tests::{Cluster, Proxy, Server};
+
+const PLUGINS: [&str; 4] = ["deployment", "replicaset", "scheduler", "kubelet"];
+const WAIT: Duration = Duration::from_secs(90);
+
+fn example(name: &str) -> String {
+    format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn cluster() -> Cluster {
+    let c = Cluster::start(env!("CARGO_BIN_EXE_windlass"), &PLUGINS, Server::Embedded);
+    c.ok(&["apply", "-f", &example("nodes.yaml")], None);
+    c.eventually("the simulated nodes are Ready", WAIT, || {
+        let ready = c
+            .items(&["nodes"])
+            .iter()
+            .filter(|n| condition(n, "Ready") == Some("True"))
+            .count();
+        (ready == 4).then_some(()).ok_or(format!("{ready}/4 Ready"))
+    });
+    c
+}
+
+fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a str> {
+    object["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)?["status"]
+        .as_str()
+}
+
+fn running(pods: &[Value]) -> Vec<&Value> {
+    pods.iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .filter(|p| p["status"]["phase"] == "Running" && condition(p, "Ready") == Some("True"))
+        .collect()
+}
+
+fn node_of(pod: &Value) -> String {
+    pod["spec"]["nodeName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn pods(c: &Cluster, ns: &str, selector: &str) -> Vec<Value> {
+    c.items(&["pods", "-n", ns, "-l", selector])
+}
+
+/// A Deployment from the example (three ssd nodes allowed, one pod per
+/// node), comes up, refuses a fourth replica with the scheduler's reasons,
+/// rolls out a new image without dropping below `replicas - maxUnavailable`
+/// available, and rolls back.
+#[test]
+fn a_deployment_schedules_rolls_out_and_rolls_back() {
+    let c = cluster();
+    c.ok(
+        &[
+            "apply",
+            "-f",
+            &example("namespace.yaml"),
+            "-f",
+            &example("deployment.yaml"),
+        ],
+        None,
+    );
+    c.eventually("3 pods Running on distinct ssd nodes", WAIT, || {
+        let all = pods(&c, "shop", "app=web");
+        let live = running(&all);
+        let nodes: BTreeSet<String> = live.iter().map(|p| node_of(p)).collect();
+        if live.len() != 3 || nodes.len() != 3 || all.len() != 3 {
+            return Err(format!(
+                "{} running of {} on {nodes:?}",
+                live.len(),
+                all.len()
+            ));
+        }
+        if nodes.contains("node-c1") {
+            return Err("a pod on the hdd node".into());
+        }
+        Ok(())
+    });
+    let status = c.json(&["deploy", "web", "-n", "shop"])["status"].clone();
+    assert_eq!(status["availableReplicas"], 3, "{status}");
+    assert_eq!(
+        condition(&c.json(&["deploy", "web", "-n", "shop"]), "Available"),
+        Some("True")
+    );
+
+    // A fourth replica fits nowhere: Pending, with the reasons counted.
+    c.ok(&["-n", "shop", "scale", "deploy/web", "--replicas=4"], None);
+    c.eventually("the fourth replica explains why it is Pending", WAIT, || {
+        let all = pods(&c, "shop", "app=web");
+        let pending: Vec<&Value> = all
+            .iter()
+            .filter(|p| p["spec"]["nodeName"].is_null())
+            .collect();
+        let [pod] = pending.as_slice() else {
+            return Err(format!("{} pending", pending.len()));
+        };
+        if condition(pod, "PodScheduled") != Some("False") {
+            return Err(format!("no PodScheduled=False yet: {}", pod["status"]));
+        }
+        let name = pod["metadata"]["name"].as_str().unwrap();
+        let events = c.items(&[
+            "events", "-n", "shop", "--field-selector",
+            &format!("involvedObject.name={name},reason=FailedScheduling"),
+        ]);
+        let message = events
+            .first()
+            .and_then(|e| e["message"].as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let want = "0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 3 node(s) didn't match pod anti-affinity rules.";
+        message.starts_with(want).then_some(()).ok_or(message)
+    });
+    c.ok(&["-n", "shop", "scale", "deploy/web", "--replicas=3"], None);
+
+    // A new image: a rollout that keeps at least 3 - maxUnavailable(1)
+    // pods available at every look.
+    c.ok(
+        &["-n", "shop", "set", "image", "deploy/web", "web=nginx:1.28"],
+        None,
+    );
+    let mut lowest = usize::MAX;
+    c.eventually("the rollout completes", WAIT, || {
+        let all = pods(&c, "shop", "app=web");
+        let live = running(&all);
+        lowest = lowest.min(live.len());
+        let updated = live
+            .iter()
+            .filter(|p| p["spec"]["containers"][0]["image"] == "nginx:1.28")
+            .count();
+        (updated == 3 && all.len() == 3)
+            .then_some(())
+            .ok_or(format!("{updated} updated, {} pods", all.len()))
+    });
+    assert!(lowest >= 2, "availability dropped to {lowest}");
+    let out = c.ok(
+        &[
+            "-n",
+            "shop",
+            "rollout",
+            "status",
+            "deploy/web",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let replicasets = c.items(&["rs", "-n", "shop", "-l", "app=web"]);
+    assert_eq!(replicasets.len(), 2, "one old and one new ReplicaSet");
+    let old = replicasets
+        .iter()
+        .find(|rs| rs["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27")
+        .expect("the old ReplicaSet is kept for rollback");
+    assert_eq!(old["spec"]["replicas"], 0, "{old}");
+    let history = c.ok(&["-n", "shop", "rollout", "history", "deploy/web"], None);
+    assert!(history.contains('1') && history.contains('2'), "{history}");
+
+    // Undo: back to the first template, on its old ReplicaSet.
+    c.ok(&["-n", "shop", "rollout", "undo", "deploy/web"], None);
+    c.eventually("the rollback completes", WAIT, || {
+        let all = pods(&c, "shop", "app=web");
+        let live = running(&all);
+        let back = live
+            .iter()
+            .filter(|p| p["spec"]["containers"][0]["image"] == "nginx:1.27")
+            .count();
+        (back == 3 && all.len() == 3)
+            .then_some(())
+            .ok_or(format!("{back} back of {}", all.len()))
+    });
+    assert_eq!(c.items(&["rs", "-n", "shop", "-l", "app=web"]).len(), 2);
+    c.stop();
+}
+
+/// What a newcomer types first, scaled in bursts: `kubectl create
+/// deployment`, then 1 → 5 → 2 back to back ends at exactly 2 Running.
+#[test]
+fn scaling_in_bursts_ends_at_the_last_value() {
+    let c = cluster();
+    c.ok(
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=1",
+        ],
+        None,
+    );
+    c.eventually("one pod Running", WAIT, || {
+        let n = running(&pods(&c, "default", "app=web")).len();
+        (n == 1).then_some(()).ok_or(format!("{n}"))
+    });
+    c.ok(&["scale", "deploy/web", "--replicas=5"], None);
+    c.ok(&["scale", "deploy/web", "--replicas=2"], None);
+    c.eventually("exactly 2 Running", WAIT, || {
+        let all = pods(&c, "default", "app=web");
+        let live = running(&all).len();
+        let ready = c.json(&["deploy", "web"])["status"]["readyReplicas"].clone();
+        (live == 2 && all.len() == 2 && ready == 2)
+            .then_some(())
+            .ok_or(format!("{live} running of {} (ready {ready})", all.len()))
+    });
+    // And it stays there.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(pods(&c, "default", "app=web").len(), 2);
+    c.stop();
+}
+
+/// Pods end and are replaced, a graceful delete shows Terminating first,
+/// and deleting the owner collects everything.
+#[test]
+fn pods_end_are_replaced_terminate_gracefully_and_are_collected() {
+    let c = cluster();
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: exiter}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: exiter}}
+  template:
+    metadata:
+      labels: {app: exiter}
+      annotations: {windlass.dev/exit-after: 3s, windlass.dev/exit-code: "0"}
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 3
+      containers: [{name: job, image: busybox}]
+"#,
+        ),
+    );
+    let mut first: BTreeSet<String> = BTreeSet::new();
+    c.eventually("2 pods Running", WAIT, || {
+        let live = running(&pods(&c, "default", "app=exiter"))
+            .iter()
+            .map(|p| p["metadata"]["name"].as_str().unwrap().to_owned())
+            .collect::<BTreeSet<_>>();
+        first = live.clone();
+        (live.len() == 2).then_some(()).ok_or(format!("{live:?}"))
+    });
+    c.eventually("the ended pods are replaced by new ones", WAIT, || {
+        let live: BTreeSet<String> = running(&pods(&c, "default", "app=exiter"))
+            .iter()
+            .map(|p| p["metadata"]["name"].as_str().unwrap().to_owned())
+            .collect();
+        (live.len() == 2 && live.is_disjoint(&first))
+            .then_some(())
+            .ok_or(format!("{live:?} (first {first:?})"))
+    });
+
+    // A graceful delete: Terminating for its grace period, then gone.
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: stayer}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: stayer}}
+  template:
+    metadata: {labels: {app: stayer}}
+    spec:
+      terminationGracePeriodSeconds: 3
+      containers: [{name: web, image: nginx}]
+"#,
+        ),
+    );
+    let mut victim = String::new();
+    c.eventually("the pod runs", WAIT, || {
+        let all = pods(&c, "default", "app=stayer");
+        let live = running(&all);
+        victim = live
+            .first()
+            .and_then(|p| p["metadata"]["name"].as_str())
+            .unwrap_or_default()
+            .to_owned();
+        (live.len() == 1)
+            .then_some(())
+            .ok_or(format!("{}", all.len()))
+    });
+    c.ok(&["delete", "pod", &victim, "--wait=false"], None);
+    let pod = c.json(&["pod", &victim]);
+    assert!(
+        !pod["metadata"]["deletionTimestamp"].is_null(),
+        "a bound pod stays while it terminates: {pod}"
+    );
+    let table = c.ok(&["get", "pod", &victim], None);
+    assert!(table.contains("Terminating"), "{table}");
+    c.eventually("the terminated pod is gone and replaced", WAIT, || {
+        let gone = !c.kubectl(&["get", "pod", &victim]).status.success();
+        let live = running(&pods(&c, "default", "app=stayer")).len();
+        (gone && live == 1)
+            .then_some(())
+            .ok_or(format!("gone {gone}, {live} running"))
+    });
+
+    // Deleting the owners collects everything they owned.
+    c.ok(&["delete", "rs", "exiter", "stayer", "--wait=false"], None);
+    c.eventually("every pod is collected", WAIT, || {
+        let left = c.items(&["pods"]).len();
+        (left == 0).then_some(()).ok_or(format!("{left} pods left"))
+    });
+    c.stop();
+}
+
+/// A pod that fits on no node stays Pending, saying why per node, and is
+/// scheduled (and runs) once a node it fits on is added.
+#[test]
+fn a_pod_that_fits_nowhere_is_scheduled_once_a_node_fits() {
+    let c = cluster();
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: big}
+spec:
+  containers:
+  - name: work
+    image: busybox
+    resources: {requests: {cpu: "24", memory: 1Gi}}
+"#,
+        ),
+    );
+    c.eventually("the pod explains why it is Pending", WAIT, || {
+        let events = c.items(&[
+            "events", "--field-selector", "involvedObject.name=big,reason=FailedScheduling",
+        ]);
+        let message = events
+            .first()
+            .and_then(|e| e["message"].as_str())
+            .unwrap_or_default()
+            .to_owned();
+        // kube sorts the counted reasons as strings.
+        let want = "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 3 Insufficient cpu.";
+        message.starts_with(want).then_some(()).ok_or(message)
+    });
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-big
+  labels: {windlass.dev/simulated: "true", kubernetes.io/hostname: node-big}
+  annotations: {windlass.dev/capacity: "cpu=32,memory=128Gi,pods=110"}
+"#,
+        ),
+    );
+    c.eventually("the pod runs on the new node", WAIT, || {
+        let pod = c.json(&["pod", "big"]);
+        (node_of(&pod) == "node-big" && pod["status"]["phase"] == "Running")
+            .then_some(())
+            .ok_or(pod["status"].to_string())
+    });
+    c.stop();
+}
+
+/// The chain converges while the connection between the host and the API
+/// server is cut again and again (the TCP proxy of the host tests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chain_converges_through_cut_connections() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
+        .await
+        .unwrap();
+    let proxy = Proxy::start(server.addr()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let proxied = dir.path().join("proxied.kubeconfig");
+    std::fs::write(
+        &proxied,
+        proxy.kubeconfig(&server.kubeconfig(), server.addr()),
+    )
+    .unwrap();
+    let direct = dir.path().join("direct.kubeconfig");
+    std::fs::write(&direct, server.kubeconfig()).unwrap();
+    let c = tokio::task::spawn_blocking(move || {
+        Cluster::start(
+            env!("CARGO_BIN_EXE_windlass"),
+            &PLUGINS,
+            Server::Kubeconfig(&proxied),
+        )
+    })
+    .await
+    .unwrap();
+    let kubectl = |args: &[&str]| {
+        let out = std::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&direct)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    kubectl(&["apply", "-f", &example("nodes.yaml")]);
+    kubectl(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx",
+        "--replicas=6",
+    ]);
+    // Cut every connection every 400 ms for 6 s while the chain works.
+    for _ in 0..15 {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        proxy.cut_all();
+    }
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let list: Value =
+            serde_json::from_str(&kubectl(&["get", "pods", "-l", "app=web", "-o", "json"]))
+                .unwrap();
+        let all = list["items"].as_array().cloned().unwrap_or_default();
+        let live = running(&all).len();
+        if live == 6 && all.len() == 6 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{live} running of {}; log:\n{}",
+            all.len(),
+            c.log()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    tokio::task::spawn_blocking(move || c.stop()).await.unwrap();
+    server.shutdown().await;
+}

@@ -1,0 +1,157 @@
+//! The Kubernetes scheduler as a windlass plugin: binds each pending Pod
+//! (no `spec.nodeName`, `spec.schedulerName` `default-scheduler` or unset)
+//! to a Node through `pods/binding`, with kube-scheduler's default filters
+//! and scores, and explains a pod that fits nowhere with a
+//! `FailedScheduling` event and a `PodScheduled=False` condition.
+//!
+//! One decision never parses every pod or node: Nodes and Pods are read
+//! through indexed watches (see `keys` and `index`), so a decision
+//! reads every node's compact summary, the resource totals of the nodes it
+//! looks at, and only the pods its affinity and spread rules can select.
+//!
+//! - `schedule`: one decision (pre-filter, filter, score, select).
+//! - `plugins`: the filters and scores, one file per kube-scheduler plugin.
+//! - `fit_error`, `status`: the message and condition of a pod that does not fit.
+//! - `index`, `keys`: how Nodes and Pods are filed, and which pending pods a change requeues.
+//! - `node`, `pod`, `bound`, `term`, `selector`, `requests`, `quantity`: the model.
+//! - `api`, `wire`, `snapshot`, `hash`: reading JSON, summaries, the index and hashing.
+
+mod api;
+mod bound;
+mod fit_error;
+mod hash;
+mod index;
+mod keys;
+mod node;
+mod plugins;
+mod pod;
+mod quantity;
+mod requests;
+mod schedule;
+mod selector;
+mod snapshot;
+mod status;
+mod term;
+mod wire;
+
+#[cfg(test)]
+mod bench;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod testutil;
+
+use std::time::Duration;
+
+use windlass_sdk::{
+    Controller, Error, Event, Grant, IndexEntry, Manifest, Object, ObjectRef, Outcome, Request,
+    Watch,
+};
+
+use schedule::Decision;
+use snapshot::{HostCache, Stats};
+
+/// The scheduler.
+pub struct Scheduler;
+
+impl Controller for Scheduler {
+    fn manifest() -> Manifest {
+        Manifest::new(
+            "scheduler",
+            // Only pods without a node: the scheduler never sees the rest
+            // through its primary watch.
+            Watch::kind("v1", "Pod").fields("spec.nodeName="),
+        )
+        .version(env!("CARGO_PKG_VERSION"))
+        .reads(Watch::kind("v1", "Node").indexed())
+        .reads(Watch::kind("v1", "Pod").indexed())
+        .writes(Grant::kind("v1", "Pod").subresource("binding"))
+        // Unschedulable pods are retried on relevant changes (`map`); the
+        // resync catches what `map` cannot see (a bound pod deleted outright).
+        .resync(Duration::from_secs(30))
+        // Concurrent bindings to one node conflict in the host (whoever read
+        // the node's totals second is refused and retried).
+        .max_concurrency(4)
+    }
+
+    fn reconcile(req: Request) -> Result<Outcome, Error> {
+        reconcile(req)
+    }
+
+    fn map(changed: &Object) -> Vec<ObjectRef> {
+        index::map(changed)
+    }
+
+    fn index(object: &Object) -> Option<IndexEntry> {
+        index::index(object)
+    }
+}
+
+windlass_sdk::export!(Scheduler);
+
+fn reconcile(req: Request) -> Result<Outcome, Error> {
+    let Some(object) = &req.object else {
+        return Ok(Outcome::new());
+    };
+    let view: api::PodView<'_> = object.deserialize()?;
+    let bound = view
+        .spec
+        .node_name
+        .as_deref()
+        .is_some_and(|n| !n.is_empty());
+    if bound
+        || view.metadata.deletion_timestamp.is_some()
+        || !pod::is_ours(&view)
+        || pod::is_terminal(&view)
+        || already_bound(&req)
+    {
+        return Ok(Outcome::new());
+    }
+    let key = ObjectRef::new(
+        "v1",
+        "Pod",
+        view.metadata.namespace.as_deref().unwrap_or("default"),
+        &*view.metadata.name,
+    );
+    if !view.spec.scheduling_gates.is_empty() {
+        // Gated pods wait, saying so; removing the gates changes the pod,
+        // which brings it back here.
+        let patch = status::not_scheduled_patch(
+            &view,
+            status::SCHEDULING_GATED,
+            status::GATED_MESSAGE,
+            req.now,
+        );
+        return Ok(patch.map_or_else(Outcome::new, |p| Outcome::new().patch_status(key, p)));
+    }
+    let pod = pod::PodInfo::new(&view);
+    let mut stats = Stats::default();
+    let (reason, message) = match schedule::decide(&pod, &mut HostCache, &mut stats)? {
+        Decision::Bind(node) => {
+            let message = format!(
+                "Successfully assigned {}/{} to {node}",
+                pod.namespace, pod.name
+            );
+            return Ok(Outcome::new()
+                .bind(&key, &node)
+                .event(Event::normal("Scheduled", message)));
+        }
+        Decision::Unschedulable(message) => (status::UNSCHEDULABLE, message),
+        Decision::NoNodes => (status::SCHEDULER_ERROR, fit_error::NO_NODES.to_owned()),
+    };
+    let message = fit_error::truncate(&message);
+    let mut out = Outcome::new().event(Event::warning("FailedScheduling", message.clone()));
+    if let Some(patch) = status::not_scheduled_patch(&view, reason, &message, req.now) {
+        out = out.patch_status(key, patch);
+    }
+    Ok(out)
+}
+
+/// Whether the previous attempt's binding failed because the pod is
+/// already bound (this scheduler's own earlier binding, not yet seen in
+/// the cache): there is nothing left to do.
+fn already_bound(req: &Request) -> bool {
+    req.last_failure
+        .as_ref()
+        .is_some_and(|f| f.code == 409 && f.message.contains("already assigned"))
+}
