@@ -340,6 +340,28 @@ async fn object_counts_and_a_quota_counting_what_exists() {
     let err = k.apply_fails("team-b", &svc("lb-3", "LoadBalancer"));
     assert!(err.contains("requested: services.loadbalancers=1, used: services.loadbalancers=2, limited: services.loadbalancers=2"), "{err}");
     k.apply("team-b", &svc("plain", "ClusterIP"));
+
+    // An update that grows usage is checked too: the patch is computed
+    // outside the store's lock and admitted at its commit.
+    let err = k.fail(
+        &[
+            "patch",
+            "svc",
+            "plain",
+            "-n",
+            "team-b",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"type":"LoadBalancer"}}"#,
+        ],
+        None,
+    );
+    assert!(
+        err.contains(r#"services "plain" is forbidden: exceeded quota: object-counts, requested: services.loadbalancers=1, used: services.loadbalancers=2, limited: services.loadbalancers=2"#),
+        "{err}"
+    );
+    let plain = k.json(&["get", "svc", "plain", "-n", "team-b"]);
+    assert_eq!(plain["spec"]["type"], "ClusterIP");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
