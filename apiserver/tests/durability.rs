@@ -167,7 +167,20 @@ async fn dropping_without_shutdown_keeps_acknowledged_writes() {
     assert!(rv_of(&o) > before);
     // System namespaces are not duplicated, and an orderly shutdown flushes.
     let (_, ns) = http.get("/api/v1/namespaces").await;
-    assert_eq!(ns["items"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        ns["items"].as_array().unwrap().len(),
+        4,
+        "default, kube-system, kube-public, kube-node-lease"
+    );
+    // Nor is the `kubernetes` Service, which every start brings up to date.
+    let (_, svcs) = http.get("/api/v1/namespaces/default/services").await;
+    let names: Vec<&str> = svcs["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["kubernetes"]);
     server.shutdown().await;
     let server = start(Config::new().data_dir(dir.path().into()))
         .await

@@ -553,7 +553,10 @@ fn single_object(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
 mod tests {
     #[test]
     fn a_bare_admin_port_binds_loopback() {
-        assert_eq!(super::admin_addr("9464").unwrap().to_string(), "127.0.0.1:9464");
+        assert_eq!(
+            super::admin_addr("9464").unwrap().to_string(),
+            "127.0.0.1:9464"
+        );
         assert_eq!(super::admin_addr(":0").unwrap().to_string(), "127.0.0.1:0");
         assert_eq!(
             super::admin_addr("0.0.0.0:9464").unwrap().to_string(),

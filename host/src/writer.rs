@@ -168,7 +168,10 @@ impl Writer {
         let default_ns = t.key.namespace.as_deref();
 
         for (i, write) in outcome.writes.iter().enumerate() {
-            if let Err(e) = self.execute_one(t, write, default_ns, &manager, &agent, &mut kept, applied).await {
+            if let Err(e) = self
+                .execute_one(t, write, default_ns, &manager, &agent, &mut kept, applied)
+                .await
+            {
                 applied.failed_at = Some(i as u32);
                 return Err(e);
             }
@@ -221,20 +224,20 @@ impl Writer {
         let (api_version, kind) = write.kind();
         let kind_ref = KindRef::new(api_version, kind);
         let resource = self.discovery.resolve(&kind_ref).await?;
-        let ns_of = |r: Option<&str>| -> Result<Option<String>, WriteError> {
+        let ns_of = |r: Option<&str>| -> Result<Option<String>, Box<WriteError>> {
             if !resource.namespaced {
                 return Ok(None);
             }
             r.or(default_ns).map(str::to_owned).map(Some).ok_or_else(|| {
-                WriteError::Invalid(format!(
+                Box::new(WriteError::Invalid(format!(
                     "{kind} is namespaced, but the write names no namespace (and the reconciled object has none)"
-                ))
+                )))
             })
         };
         match write {
             Write::Apply(object) => {
                 let mut desired: Value = parse(object.text())?;
-                let namespace = ns_of(object.header().namespace.as_deref())?;
+                let namespace = ns_of(object.header().namespace.as_deref()).map_err(|e| *e)?;
                 set_meta(
                     &mut desired,
                     "namespace",
@@ -278,7 +281,8 @@ impl Writer {
                     // it exists, so the server converges it (server-side
                     // apply, as the plugin's own field manager).
                     let path = resource.object_path(namespace.as_deref(), &name);
-                    self.server_side_apply(&path, manager, agent, &desired).await?;
+                    self.server_side_apply(&path, manager, agent, &desired)
+                        .await?;
                     applied.requests += 1;
                     return Ok(());
                 }
@@ -307,11 +311,18 @@ impl Writer {
                     .object_ref(default_ns)
                     .ok_or_else(|| WriteError::Invalid("replace without a name".into()))?;
                 let mut body: Value = parse(object.text())?;
-                let namespace = ns_of(object.header().namespace.as_deref())?;
+                let namespace = ns_of(object.header().namespace.as_deref()).map_err(|e| *e)?;
                 set_meta(&mut body, "namespace", namespace.clone().map(Value::String));
                 let path = resource.object_path(namespace.as_deref(), &r.name);
-                self.send(Method::PUT, &path, manager, agent, &body, "application/json")
-                    .await?;
+                self.send(
+                    Method::PUT,
+                    &path,
+                    manager,
+                    agent,
+                    &body,
+                    "application/json",
+                )
+                .await?;
                 applied.requests += 1;
                 kept.insert(ObjectRef { namespace, ..r });
             }
@@ -320,14 +331,21 @@ impl Writer {
                     .object_ref(default_ns)
                     .ok_or_else(|| WriteError::Invalid("status update without a name".into()))?;
                 let body: Value = parse(object.text())?;
-                let namespace = ns_of(object.header().namespace.as_deref())?;
-                self.update_status(&resource, namespace.as_deref(), &r.name, body, manager, agent)
-                    .await?;
+                let namespace = ns_of(object.header().namespace.as_deref()).map_err(|e| *e)?;
+                self.update_status(
+                    &resource,
+                    namespace.as_deref(),
+                    &r.name,
+                    body,
+                    manager,
+                    agent,
+                )
+                .await?;
                 applied.requests += 1;
             }
             Write::MergePatch(p) => {
                 let patch: Value = parse(p.patch.get())?;
-                let namespace = ns_of(p.target.namespace.as_deref())?;
+                let namespace = ns_of(p.target.namespace.as_deref()).map_err(|e| *e)?;
                 let path = match p.subresource.as_deref() {
                     Some("status") if !resource.has_status => {
                         // No status subresource: status is an ordinary field.
@@ -342,9 +360,15 @@ impl Writer {
                 applied.requests += 1;
             }
             Write::Delete(Delete { target, options }) => {
-                let namespace = ns_of(target.namespace.as_deref())?;
+                let namespace = ns_of(target.namespace.as_deref()).map_err(|e| *e)?;
                 if self
-                    .delete(&resource, namespace.as_deref(), &target.name, options, agent)
+                    .delete(
+                        &resource,
+                        namespace.as_deref(),
+                        &target.name,
+                        options,
+                        agent,
+                    )
                     .await?
                 {
                     applied.requests += 1;
@@ -359,7 +383,7 @@ impl Writer {
                 subresource,
                 body,
             }) => {
-                let namespace = ns_of(target.namespace.as_deref())?;
+                let namespace = ns_of(target.namespace.as_deref()).map_err(|e| *e)?;
                 let body: Value = parse(body.get())?;
                 let path =
                     resource.subresource_path(namespace.as_deref(), &target.name, subresource);
@@ -372,10 +396,19 @@ impl Writer {
                     .flatten()
                     .zip(t.assume);
                 if let Some((node, assume)) = binding {
-                    assume.before_bind(&pod, node).map_err(WriteError::Assumed)?;
+                    assume
+                        .before_bind(&pod, node)
+                        .map_err(WriteError::Assumed)?;
                 }
                 let sent = self
-                    .send(Method::POST, &path, manager, agent, &body, "application/json")
+                    .send(
+                        Method::POST,
+                        &path,
+                        manager,
+                        agent,
+                        &body,
+                        "application/json",
+                    )
                     .await;
                 if let Some((_, assume)) = binding {
                     assume.after_bind(&pod, sent.is_ok());

@@ -32,9 +32,23 @@ impl Cluster {
     /// Starts `binary run` (the test's `env!("CARGO_BIN_EXE_windlass")`)
     /// with the built plugins named in `plugins`, against `server`.
     pub fn start(binary: &str, plugins: &[&str], server: Server<'_>) -> Cluster {
+        Self::start_with(binary, plugins, &[], server)
+    }
+
+    /// [`Cluster::start`] with more files in the plugins directory from the
+    /// start: `(file name, content)`, e.g. an instances file.
+    pub fn start_with(
+        binary: &str,
+        plugins: &[&str],
+        files: &[(&str, &str)],
+        server: Server<'_>,
+    ) -> Cluster {
         let dir = tempfile::tempdir().expect("a temp dir");
         let plugins_dir = dir.path().join("plugins");
         std::fs::create_dir(&plugins_dir).unwrap();
+        for (name, content) in files {
+            std::fs::write(plugins_dir.join(name), content).unwrap();
+        }
         for name in plugins {
             std::fs::copy(
                 crate::plugin(name),
@@ -47,8 +61,13 @@ impl Cluster {
         let kubeconfig = match server {
             Server::Embedded => {
                 let k = dir.path().join("kubeconfig");
-                cmd.args(["--embedded", "--listen", "127.0.0.1:0", "--write-kubeconfig"])
-                    .arg(&k);
+                cmd.args([
+                    "--embedded",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--write-kubeconfig",
+                ])
+                .arg(&k);
                 k
             }
             Server::Kubeconfig(k) => {
@@ -71,8 +90,16 @@ impl Cluster {
         };
         let up = Instant::now();
         while !cluster.kubeconfig.is_file() || !cluster.kubectl(&["get", "ns"]).status.success() {
-            if let Some(status) = cluster.child.as_mut().and_then(|c| c.try_wait().ok()).flatten() {
-                panic!("windlass exited at start ({status}); log:\n{}", cluster.log());
+            if let Some(status) = cluster
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok())
+                .flatten()
+            {
+                panic!(
+                    "windlass exited at start ({status}); log:\n{}",
+                    cluster.log()
+                );
             }
             assert!(
                 up.elapsed() < Duration::from_secs(60),
@@ -82,6 +109,12 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(100));
         }
         cluster
+    }
+
+    /// The plugins directory windlass watches (files written here are
+    /// hot-reloaded).
+    pub fn plugins_dir(&self) -> PathBuf {
+        self._dir.path().join("plugins")
     }
 
     /// The kubeconfig kubectl uses.
@@ -145,7 +178,10 @@ impl Cluster {
 
     /// The items of `kubectl get ARGS -o json`.
     pub fn items(&self, args: &[&str]) -> Vec<Value> {
-        self.json(args)["items"].as_array().cloned().unwrap_or_default()
+        self.json(args)["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Polls `check` every 200 ms until it holds; fails the test with what

@@ -232,7 +232,10 @@ fn run(args: &[String]) -> Result<()> {
             bail!("windlass exited before it was up ({status})");
         }
         if started.elapsed() > std::time::Duration::from_secs(60) {
-            eprintln!("windlass did not write {} within a minute", kubeconfig.display());
+            eprintln!(
+                "windlass did not write {} within a minute",
+                kubeconfig.display()
+            );
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
@@ -293,6 +296,7 @@ fn bench(args: &[String]) -> Result<()> {
         ("windlass", "runtime"),
         ("windlass-apiserver", "apiserver"),
         ("windlass", "host"),
+        ("windlass", "chain"),
     ] {
         status(
             cargo()

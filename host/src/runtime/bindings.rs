@@ -88,6 +88,7 @@ pub(crate) const PACKAGE_NAME: &str = "windlass:controller";
 /// instructions, a quarter of the bare cost of a call. The types are the
 /// component's, the same in every instance of it (whichever linker made the
 /// instance), so one check covers all of them.
+#[derive(Clone)]
 pub(crate) struct Exports {
     contract: Contract,
     manifest: ComponentExportIndex,
@@ -107,7 +108,7 @@ type IndexFn<'a> = TypedFunc<(&'a str,), (output::v2::IndexOut,)>;
 
 /// What `manifest` answered.
 pub(crate) enum ManifestAnswer {
-    Manifest(Manifest),
+    Manifest(Box<Manifest>),
     /// A 0.2 plugin refused to load, with its reason.
     Refused(String),
 }
@@ -155,7 +156,9 @@ impl Exports {
                     let _: ReconcileV1Fn<'_> = instance.get_typed_func(&mut store, index)?;
                 }
                 let f: ManifestV1Fn = instance.get_typed_func(&mut store, self.manifest)?;
-                Ok(ManifestAnswer::Manifest(f.call(store, ())?.0.into()))
+                Ok(ManifestAnswer::Manifest(Box::new(
+                    f.call(store, ())?.0.into(),
+                )))
             }
             Contract::V2 => {
                 for index in [&self.reconcile, &self.finalize] {
@@ -166,7 +169,7 @@ impl Exports {
                 }
                 let f: ManifestV2Fn = instance.get_typed_func(&mut store, self.manifest)?;
                 Ok(match f.call(store, ())?.0 {
-                    Ok(m) => ManifestAnswer::Manifest(m.into()),
+                    Ok(m) => ManifestAnswer::Manifest(Box::new(m.into())),
                     Err(reason) => ManifestAnswer::Refused(reason.0),
                 })
             }
@@ -191,12 +194,16 @@ impl Exports {
             Contract::V1 => {
                 // SAFETY: both exports were checked as this signature (`call_manifest`).
                 let f: ReconcileV1Fn<'_> = unsafe { TypedFunc::new_unchecked(f) };
-                Ok(output::v1::raw(f.call(store, (RequestV1::from(request),))?.0))
+                Ok(output::v1::raw(
+                    f.call(store, (RequestV1::from(request),))?.0,
+                ))
             }
             Contract::V2 => {
                 // SAFETY: as above.
                 let f: ReconcileV2Fn<'_> = unsafe { TypedFunc::new_unchecked(f) };
-                Ok(output::v2::raw(f.call(store, (RequestV2::from(request),))?.0))
+                Ok(output::v2::raw(
+                    f.call(store, (RequestV2::from(request),))?.0,
+                ))
             }
         }
     }
