@@ -56,7 +56,7 @@ fn the_binary_writes_a_kubeconfig_clients_can_use_at_once() {
             .arg("--write-kubeconfig")
             .arg(&kubeconfig)
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::null())
             .spawn()
             .expect("windlass runs"),
     );
