@@ -231,7 +231,10 @@ mod bind_tests {
         assert_eq!(pod["spec"]["nodeName"], "n1");
         assert_eq!(pod["metadata"]["annotations"]["a"], "b");
         let c = &pod["status"]["conditions"][0];
-        assert_eq!((c["type"].as_str(), c["status"].as_str()), (Some("PodScheduled"), Some("True")));
+        assert_eq!(
+            (c["type"].as_str(), c["status"].as_str()),
+            (Some("PodScheduled"), Some("True"))
+        );
         assert!(c.get("reason").is_none() && c["lastTransitionTime"].is_string());
         let mut bare = json!({"metadata": {"name": "p"}, "spec": {}});
         super::bind(&mut bare, "n2", &serde_json::Value::Null);

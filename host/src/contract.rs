@@ -211,7 +211,10 @@ impl Manifest {
             if watch.kind.api_version.is_empty() || watch.kind.kind.is_empty() {
                 return Err(format!("a {role} watch has an empty apiVersion or kind"));
             }
-            watch.kind.validate().map_err(|e| format!("{role} watch: {e}"))?;
+            watch
+                .kind
+                .validate()
+                .map_err(|e| format!("{role} watch: {e}"))?;
             if let Some(ns) = &watch.namespace {
                 names::dns_label(ns).map_err(|e| format!("{what}: namespace {e}"))?;
             }
@@ -233,7 +236,10 @@ impl Manifest {
         }
         for grant in &self.writes {
             let what = format!("writes {}", grant.kind);
-            grant.kind.validate().map_err(|e| format!("writes grant: {e}"))?;
+            grant
+                .kind
+                .validate()
+                .map_err(|e| format!("writes grant: {e}"))?;
             if let Some(ns) = &grant.namespace {
                 names::dns_label(ns).map_err(|e| format!("{what}: namespace {e}"))?;
             }
@@ -282,8 +288,7 @@ impl Manifest {
         namespace: Option<&str>,
         subresource: Option<&str>,
     ) -> bool {
-        let watched =
-            |w: &Watch| same_kind(&w.kind, api_version, kind) && w.covers(namespace);
+        let watched = |w: &Watch| same_kind(&w.kind, api_version, kind) && w.covers(namespace);
         let granted = |g: &Grant, sub: Option<&str>| {
             same_kind(&g.kind, api_version, kind)
                 && g.subresource.as_deref() == sub

@@ -67,9 +67,8 @@ impl ApiResource {
 /// it (`/ ? # %`, spaces, controls, anything outside ASCII) percent-encoded.
 /// Names are validated before they get here; this is the second wall.
 pub fn segment(s: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_byte = |b: u8| {
-        !b.is_ascii_graphic() || matches!(b, b'/' | b'?' | b'#' | b'%' | b'\\')
-    };
+    let unsafe_byte =
+        |b: u8| !b.is_ascii_graphic() || matches!(b, b'/' | b'?' | b'#' | b'%' | b'\\');
     if !s.bytes().any(unsafe_byte) {
         return s.into();
     }

@@ -150,13 +150,16 @@ impl Host {
 
     /// [`Host::load_file`] for an instance with these settings (the text of
     /// a JSON object, which the plugin reads through its `instance` import).
-    pub async fn load_file_with(&self, path: &Path, settings: Option<String>) -> anyhow::Result<String> {
+    pub async fn load_file_with(
+        &self,
+        path: &Path,
+        settings: Option<String>,
+    ) -> anyhow::Result<String> {
         let runtime = self.runtime.clone();
         let file = path.to_path_buf();
-        let loaded = tokio::task::spawn_blocking(move || {
-            runtime.load_file_with(&file, settings.as_deref())
-        })
-        .await?;
+        let loaded =
+            tokio::task::spawn_blocking(move || runtime.load_file_with(&file, settings.as_deref()))
+                .await?;
         let plugin = match loaded {
             Ok(plugin) => plugin,
             Err(e) => {

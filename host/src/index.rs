@@ -95,10 +95,7 @@ impl KindIndex {
             return false;
         }
         let entry = entry.unwrap_or_default();
-        let changed = self
-            .objects
-            .get(&key)
-            .is_none_or(|old| old.entry != entry);
+        let changed = self.objects.get(&key).is_none_or(|old| old.entry != entry);
         self.unfile(&key);
         self.put(
             key,
@@ -119,8 +116,7 @@ impl KindIndex {
         if self.objects.get(key).is_some_and(|f| f.version > version) {
             return false;
         }
-        self.unfile(key)
-            .is_some_and(|f| !f.entry.keys.is_empty())
+        self.unfile(key).is_some_and(|f| !f.entry.keys.is_empty())
     }
 
     /// Files `key` as `entry` (with `text`) now, ahead of the informer, if
@@ -308,7 +304,10 @@ mod tests {
         assert!(ix.file(pod("b"), 2, text("b"), entry(&["n1"], &[250], "b")));
         assert!(ix.file(pod("c"), 3, text("c"), entry(&["n2"], &[1, 1], "c")));
         assert_eq!(ix.totals("n1").0, [350, 64]);
-        assert_eq!(ix.lookup("n1").0, [b"a".as_ref().into(), b"b".as_ref().into()] as [Arc<[u8]>; 2]);
+        assert_eq!(
+            ix.lookup("n1").0,
+            [b"a".as_ref().into(), b"b".as_ref().into()] as [Arc<[u8]>; 2]
+        );
         // Moving b to n2 moves its amounts; the same entry again is no change.
         assert!(ix.file(pod("b"), 4, text("b2"), entry(&["n2"], &[250], "b")));
         assert!(!ix.file(pod("b"), 5, text("b3"), entry(&["n2"], &[250], "b")));
@@ -334,7 +333,11 @@ mod tests {
         ix.file(pod("a"), 1, text("a"), entry(&["n1"], &[1], ""));
         let (_, v1) = ix.totals("n1");
         ix.file(pod("b"), 2, text("b"), entry(&["n2"], &[1], ""));
-        assert_eq!(ix.totals("n1").1, v1, "another key's change leaves n1 alone");
+        assert_eq!(
+            ix.totals("n1").1,
+            v1,
+            "another key's change leaves n1 alone"
+        );
         ix.remove(&pod("a"), 1);
         ix.file(pod("a"), 3, text("a"), entry(&["n1"], &[1], ""));
         assert!(ix.totals("n1").1 > v1);
@@ -349,10 +352,20 @@ mod tests {
         let (_, seen) = ix.totals("n1");
         let read: HashMap<&str, u64> = [("n1", seen)].into();
         // Two decisions both read n1 at `seen` and both pick it.
-        ix.assume(pod("p1"), text("bound"), entry(&["n1"], &[500], "").unwrap(), &read)
-            .expect("the first binding is assumed");
+        ix.assume(
+            pod("p1"),
+            text("bound"),
+            entry(&["n1"], &[500], "").unwrap(),
+            &read,
+        )
+        .expect("the first binding is assumed");
         assert_eq!(ix.totals("n1").0, [1000]);
-        let second = ix.assume(pod("p2"), text("bound"), entry(&["n1"], &[500], "").unwrap(), &read);
+        let second = ix.assume(
+            pod("p2"),
+            text("bound"),
+            entry(&["n1"], &[500], "").unwrap(),
+            &read,
+        );
         assert!(second.is_err(), "the second sees n1 changed: {second:?}");
         // A late event from before the binding does not undo it ...
         assert!(!ix.file(pod("p1"), 10, text("pending"), entry(&["pending"], &[], "")));
@@ -367,8 +380,13 @@ mod tests {
     fn a_failed_binding_puts_the_object_back() {
         let mut ix = KindIndex::new();
         ix.file(pod("p"), 5, text("pending"), entry(&["pending"], &[], ""));
-        ix.assume(pod("p"), text("bound"), entry(&["n1"], &[7], "").unwrap(), &HashMap::new())
-            .unwrap();
+        ix.assume(
+            pod("p"),
+            text("bound"),
+            entry(&["n1"], &[7], "").unwrap(),
+            &HashMap::new(),
+        )
+        .unwrap();
         assert_eq!(ix.totals("n1").0, [7]);
         ix.forget_assumption(&pod("p"));
         assert!(ix.totals("n1").0.is_empty());

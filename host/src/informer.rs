@@ -788,9 +788,7 @@ fn key_of(text: &str) -> String {
 
 /// The resourceVersion an object's text carries, if it can be read.
 fn version_of(text: &str) -> Option<String> {
-    identity(text)
-        .resource_version
-        .filter(|rv| !rv.is_empty())
+    identity(text).resource_version.filter(|rv| !rv.is_empty())
 }
 
 /// Percent-encodes a query value (RFC 3986 unreserved characters pass).
@@ -862,7 +860,8 @@ mod tests {
 
     #[test]
     fn skipped_objects_are_known_by_their_key_and_version() {
-        let text = r#"{"metadata":{"name":"p","namespace":"ns","resourceVersion":"42","labels":7}}"#;
+        let text =
+            r#"{"metadata":{"name":"p","namespace":"ns","resourceVersion":"42","labels":7}}"#;
         assert_eq!(key_of(text), "ns/p");
         assert_eq!(version_of(text).as_deref(), Some("42"));
         assert_eq!(key_of("not json"), "?");

@@ -12,8 +12,8 @@ use crate::cache::KeyRef;
 use crate::client::ApiClient;
 use crate::contract::{KindRef, ObjectRef, Watch};
 use crate::discovery::{Discovery, DiscoveryError};
-use crate::informer::{Informer, InformerConfig, InformerSpec};
 use crate::index::SharedIndex;
+use crate::informer::{Informer, InformerConfig, InformerSpec};
 use crate::model::{CacheReader, IndexReader};
 
 /// Starts informers on demand and shares them.

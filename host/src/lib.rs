@@ -15,9 +15,11 @@
 //! - [`leader`]: leader election over a Lease, for several replicas.
 //! - [`model`]: the read side of the caches as plugins see them.
 //! - [`runtime`]: loads plugin components and calls them under limits.
+//! - [`scaffold`]: `windlass plugin new`: a plugin crate that builds out of the box.
 //! - [`objects`]: reads Kubernetes objects from YAML/JSON files.
 //! - [`offline`]: a fixed object set that stands in for the cluster cache.
 //! - [`plugin_dir`]: watches the plugins directory; hot reload.
+//! - [`rbac`]: least-privilege RBAC derived from plugin manifests.
 //! - [`queue`]: the per-plugin work queue (client-go semantics).
 //! - [`shutdown`]: the one Ctrl-C / SIGTERM signal.
 //! - [`writer`]: carries out outcomes against the API server.
@@ -39,6 +41,8 @@ pub mod objects;
 pub mod offline;
 pub mod plugin_dir;
 pub mod queue;
+pub mod rbac;
 pub mod runtime;
+pub mod scaffold;
 pub mod shutdown;
 pub mod writer;

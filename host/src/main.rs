@@ -96,6 +96,10 @@ struct RunArgs {
         requires = "leader_elect"
     )]
     leader_elect_name: String,
+    /// Keep precompiled plugins here (created private, mode 700; in a
+    /// container, a directory under a writable volume).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
     #[command(flatten)]
     limits: Limits,
 }
@@ -173,6 +177,42 @@ enum PluginCommand {
         #[command(flatten)]
         limits: Limits,
     },
+    /// Print the least-privilege RBAC the plugins need (YAML for kubectl apply).
+    Rbac(RbacArgs),
+    /// Create a plugin crate that builds and tests out of the box.
+    New {
+        /// The plugin's name (a DNS label): the crate's and the manifest's.
+        name: String,
+        /// Where to create it (default: ./NAME).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Depend on the SDK of a windlass checkout (its `guest-sdk` directory)
+        /// instead of the windlass repository at this release.
+        #[arg(long, value_name = "DIR")]
+        sdk_path: Option<PathBuf>,
+    },
+}
+
+#[derive(Args)]
+struct RbacArgs {
+    /// The plugin components (`.wasm`).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The namespace of the ServiceAccount the host runs as.
+    #[arg(long, default_value = "windlass", value_name = "NS")]
+    namespace: String,
+    /// The ServiceAccount the host runs as.
+    #[arg(long, default_value = "windlass", value_name = "NAME")]
+    service_account: String,
+    /// The roles' and bindings' name (default: windlass-plugin-NAME for one
+    /// plugin, windlass-plugins for several).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// Ask this cluster for kinds the built-in table does not know (CRDs).
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    limits: Limits,
 }
 
 #[derive(Args)]
@@ -243,6 +283,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plugin(PluginCommand::Inspect { file, limits }) => {
             let plugin = limits.runtime()?.load_file(&file)?;
             println!("{}", serde_json::to_string_pretty(plugin.manifest())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plugin(PluginCommand::New {
+            name,
+            dir,
+            sdk_path,
+        }) => {
+            let sdk = match sdk_path {
+                Some(p) => windlass::scaffold::SdkSource::Path(std::path::absolute(p)?),
+                None => windlass::scaffold::SdkSource::release(),
+            };
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            windlass::scaffold::create(&dir, &name, &sdk)?;
+            eprintln!(
+                "created {}: cd there, then `cargo test` and `cargo build --target wasm32-wasip2 --release`",
+                dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plugin(PluginCommand::Rbac(args)) => {
+            print!("{}", plugin_rbac(args)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Plugin(PluginCommand::Reconcile {
@@ -321,7 +382,13 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
     let host = std::sync::Arc::new(windlass::host::Host::new(
         client.clone(),
         windlass::host::HostConfig {
-            runtime: args.limits.runtime_config(),
+            runtime: windlass::runtime::RuntimeConfig {
+                artifact_dir: args
+                    .cache_dir
+                    .clone()
+                    .or(args.limits.runtime_config().artifact_dir),
+                ..args.limits.runtime_config()
+            },
             grace: Duration::from_secs(args.grace),
             ..Default::default()
         },
@@ -396,6 +463,32 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
     }
     stop_embedded(embedded).await;
     Ok(())
+}
+
+/// `windlass plugin rbac`: the plugins' manifests, resolved offline or
+/// through `--kubeconfig`, as RBAC YAML.
+fn plugin_rbac(args: RbacArgs) -> anyhow::Result<String> {
+    use windlass::rbac;
+    let runtime = args.limits.runtime()?;
+    let mut manifests = Vec::new();
+    for file in &args.files {
+        manifests.push(runtime.load_file(file)?.manifest().clone());
+    }
+    let (found, hint) = match &args.kubeconfig {
+        Some(path) => tokio::runtime::Runtime::new()?.block_on(async {
+            let client = windlass::client::ApiClient::from_kubeconfig(Some(path)).await?;
+            anyhow::Ok((rbac::discover(client, &manifests).await?, rbac::SERVER_HINT))
+        })?,
+        None => (Default::default(), rbac::OFFLINE_HINT),
+    };
+    let lookup =
+        |k: &windlass::contract::KindRef| rbac::builtin(k).or_else(|| found.get(k).cloned());
+    let rules = rbac::rules(&manifests, &lookup, hint)?;
+    let mut binding = rbac::Binding::for_plugins(&manifests);
+    binding.namespace = args.namespace;
+    binding.service_account = args.service_account;
+    binding.name = args.name.unwrap_or(binding.name);
+    Ok(rbac::render(&manifests, &rules, &binding))
 }
 
 async fn stop_embedded(server: Option<windlass_apiserver::RunningServer>) {
@@ -553,7 +646,10 @@ fn single_object(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
 mod tests {
     #[test]
     fn a_bare_admin_port_binds_loopback() {
-        assert_eq!(super::admin_addr("9464").unwrap().to_string(), "127.0.0.1:9464");
+        assert_eq!(
+            super::admin_addr("9464").unwrap().to_string(),
+            "127.0.0.1:9464"
+        );
         assert_eq!(super::admin_addr(":0").unwrap().to_string(), "127.0.0.1:0");
         assert_eq!(
             super::admin_addr("0.0.0.0:9464").unwrap().to_string(),

@@ -168,7 +168,10 @@ impl Writer {
         let default_ns = t.key.namespace.as_deref();
 
         for (i, write) in outcome.writes.iter().enumerate() {
-            if let Err(e) = self.execute_one(t, write, default_ns, &manager, &agent, &mut kept, applied).await {
+            if let Err(e) = self
+                .execute_one(t, write, default_ns, &manager, &agent, &mut kept, applied)
+                .await
+            {
                 applied.failed_at = Some(i as u32);
                 return Err(e);
             }
@@ -278,7 +281,8 @@ impl Writer {
                     // it exists, so the server converges it (server-side
                     // apply, as the plugin's own field manager).
                     let path = resource.object_path(namespace.as_deref(), &name);
-                    self.server_side_apply(&path, manager, agent, &desired).await?;
+                    self.server_side_apply(&path, manager, agent, &desired)
+                        .await?;
                     applied.requests += 1;
                     return Ok(());
                 }
@@ -310,8 +314,15 @@ impl Writer {
                 let namespace = ns_of(object.header().namespace.as_deref())?;
                 set_meta(&mut body, "namespace", namespace.clone().map(Value::String));
                 let path = resource.object_path(namespace.as_deref(), &r.name);
-                self.send(Method::PUT, &path, manager, agent, &body, "application/json")
-                    .await?;
+                self.send(
+                    Method::PUT,
+                    &path,
+                    manager,
+                    agent,
+                    &body,
+                    "application/json",
+                )
+                .await?;
                 applied.requests += 1;
                 kept.insert(ObjectRef { namespace, ..r });
             }
@@ -321,8 +332,15 @@ impl Writer {
                     .ok_or_else(|| WriteError::Invalid("status update without a name".into()))?;
                 let body: Value = parse(object.text())?;
                 let namespace = ns_of(object.header().namespace.as_deref())?;
-                self.update_status(&resource, namespace.as_deref(), &r.name, body, manager, agent)
-                    .await?;
+                self.update_status(
+                    &resource,
+                    namespace.as_deref(),
+                    &r.name,
+                    body,
+                    manager,
+                    agent,
+                )
+                .await?;
                 applied.requests += 1;
             }
             Write::MergePatch(p) => {
@@ -344,7 +362,13 @@ impl Writer {
             Write::Delete(Delete { target, options }) => {
                 let namespace = ns_of(target.namespace.as_deref())?;
                 if self
-                    .delete(&resource, namespace.as_deref(), &target.name, options, agent)
+                    .delete(
+                        &resource,
+                        namespace.as_deref(),
+                        &target.name,
+                        options,
+                        agent,
+                    )
                     .await?
                 {
                     applied.requests += 1;
@@ -372,10 +396,19 @@ impl Writer {
                     .flatten()
                     .zip(t.assume);
                 if let Some((node, assume)) = binding {
-                    assume.before_bind(&pod, node).map_err(WriteError::Assumed)?;
+                    assume
+                        .before_bind(&pod, node)
+                        .map_err(WriteError::Assumed)?;
                 }
                 let sent = self
-                    .send(Method::POST, &path, manager, agent, &body, "application/json")
+                    .send(
+                        Method::POST,
+                        &path,
+                        manager,
+                        agent,
+                        &body,
+                        "application/json",
+                    )
                     .await;
                 if let Some((_, assume)) = binding {
                     assume.after_bind(&pod, sent.is_ok());

@@ -114,7 +114,11 @@ fn a_sleeping_plugin_fails_at_once_and_frees_its_slot() {
     }
     // Three calls through the one slot, each well within one deadline.
     assert!(started.elapsed() < Duration::from_secs(5));
-    assert!(plugin.reconcile(&attack("none"), Arc::new(EmptyCache)).is_ok());
+    assert!(
+        plugin
+            .reconcile(&attack("none"), Arc::new(EmptyCache))
+            .is_ok()
+    );
 }
 
 /// Limits: writes per outcome (10,000), events per outcome (1,000), bytes
@@ -140,7 +144,10 @@ fn output_floods_are_refused_before_they_are_copied() {
     let e = plugin
         .map(secret.to_string(), Arc::new(EmptyCache))
         .unwrap_err();
-    assert!(e.to_string().contains("more than the limit of 100000"), "{e}");
+    assert!(
+        e.to_string().contains("more than the limit of 100000"),
+        "{e}"
+    );
 }
 
 /// Limit: log volume per call (64 KiB kept); the rest is dropped, not an

@@ -47,7 +47,10 @@ fn running(pods: &[Value]) -> Vec<&Value> {
 }
 
 fn node_of(pod: &Value) -> String {
-    pod["spec"]["nodeName"].as_str().unwrap_or_default().to_owned()
+    pod["spec"]["nodeName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn pods(c: &Cluster, ns: &str, selector: &str) -> Vec<Value> {
@@ -62,7 +65,13 @@ fn pods(c: &Cluster, ns: &str, selector: &str) -> Vec<Value> {
 fn a_deployment_schedules_rolls_out_and_rolls_back() {
     let c = cluster();
     c.ok(
-        &["apply", "-f", &example("namespace.yaml"), "-f", &example("deployment.yaml")],
+        &[
+            "apply",
+            "-f",
+            &example("namespace.yaml"),
+            "-f",
+            &example("deployment.yaml"),
+        ],
         None,
     );
     c.eventually("3 pods Running on distinct ssd nodes", WAIT, || {
@@ -70,7 +79,11 @@ fn a_deployment_schedules_rolls_out_and_rolls_back() {
         let live = running(&all);
         let nodes: BTreeSet<String> = live.iter().map(|p| node_of(p)).collect();
         if live.len() != 3 || nodes.len() != 3 || all.len() != 3 {
-            return Err(format!("{} running of {} on {nodes:?}", live.len(), all.len()));
+            return Err(format!(
+                "{} running of {} on {nodes:?}",
+                live.len(),
+                all.len()
+            ));
         }
         if nodes.contains("node-c1") {
             return Err("a pod on the hdd node".into());
@@ -79,7 +92,10 @@ fn a_deployment_schedules_rolls_out_and_rolls_back() {
     });
     let status = c.json(&["deploy", "web", "-n", "shop"])["status"].clone();
     assert_eq!(status["availableReplicas"], 3, "{status}");
-    assert_eq!(condition(&c.json(&["deploy", "web", "-n", "shop"]), "Available"), Some("True"));
+    assert_eq!(
+        condition(&c.json(&["deploy", "web", "-n", "shop"]), "Available"),
+        Some("True")
+    );
 
     // A fourth replica fits nowhere: Pending, with the reasons counted.
     c.ok(&["-n", "shop", "scale", "deploy/web", "--replicas=4"], None);
@@ -112,7 +128,10 @@ fn a_deployment_schedules_rolls_out_and_rolls_back() {
 
     // A new image: a rollout that keeps at least 3 - maxUnavailable(1)
     // pods available at every look.
-    c.ok(&["-n", "shop", "set", "image", "deploy/web", "web=nginx:1.28"], None);
+    c.ok(
+        &["-n", "shop", "set", "image", "deploy/web", "web=nginx:1.28"],
+        None,
+    );
     let mut lowest = usize::MAX;
     c.eventually("the rollout completes", WAIT, || {
         let all = pods(&c, "shop", "app=web");
@@ -127,7 +146,17 @@ fn a_deployment_schedules_rolls_out_and_rolls_back() {
             .ok_or(format!("{updated} updated, {} pods", all.len()))
     });
     assert!(lowest >= 2, "availability dropped to {lowest}");
-    let out = c.ok(&["-n", "shop", "rollout", "status", "deploy/web", "--timeout=60s"], None);
+    let out = c.ok(
+        &[
+            "-n",
+            "shop",
+            "rollout",
+            "status",
+            "deploy/web",
+            "--timeout=60s",
+        ],
+        None,
+    );
     assert!(out.contains("successfully rolled out"), "{out}");
     let replicasets = c.items(&["rs", "-n", "shop", "-l", "app=web"]);
     assert_eq!(replicasets.len(), 2, "one old and one new ReplicaSet");
@@ -161,7 +190,16 @@ fn a_deployment_schedules_rolls_out_and_rolls_back() {
 #[test]
 fn scaling_in_bursts_ends_at_the_last_value() {
     let c = cluster();
-    c.ok(&["create", "deployment", "web", "--image=nginx", "--replicas=1"], None);
+    c.ok(
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=1",
+        ],
+        None,
+    );
     c.eventually("one pod Running", WAIT, || {
         let n = running(&pods(&c, "default", "app=web")).len();
         (n == 1).then_some(()).ok_or(format!("{n}"))
@@ -255,7 +293,9 @@ spec:
             .and_then(|p| p["metadata"]["name"].as_str())
             .unwrap_or_default()
             .to_owned();
-        (live.len() == 1).then_some(()).ok_or(format!("{}", all.len()))
+        (live.len() == 1)
+            .then_some(())
+            .ok_or(format!("{}", all.len()))
     });
     c.ok(&["delete", "pod", &victim, "--wait=false"], None);
     let pod = c.json(&["pod", &victim]);
@@ -268,7 +308,9 @@ spec:
     c.eventually("the terminated pod is gone and replaced", WAIT, || {
         let gone = !c.kubectl(&["get", "pod", &victim]).status.success();
         let live = running(&pods(&c, "default", "app=stayer")).len();
-        (gone && live == 1).then_some(()).ok_or(format!("gone {gone}, {live} running"))
+        (gone && live == 1)
+            .then_some(())
+            .ok_or(format!("gone {gone}, {live} running"))
     });
 
     // Deleting the owners collects everything they owned.
@@ -345,7 +387,11 @@ async fn the_chain_converges_through_cut_connections() {
     let proxy = Proxy::start(server.addr()).await;
     let dir = tempfile::tempdir().unwrap();
     let proxied = dir.path().join("proxied.kubeconfig");
-    std::fs::write(&proxied, proxy.kubeconfig(&server.kubeconfig(), server.addr())).unwrap();
+    std::fs::write(
+        &proxied,
+        proxy.kubeconfig(&server.kubeconfig(), server.addr()),
+    )
+    .unwrap();
     let direct = dir.path().join("direct.kubeconfig");
     std::fs::write(&direct, server.kubeconfig()).unwrap();
     let c = tokio::task::spawn_blocking(move || {
@@ -364,11 +410,21 @@ async fn the_chain_converges_through_cut_connections() {
             .args(args)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     kubectl(&["apply", "-f", &example("nodes.yaml")]);
-    kubectl(&["create", "deployment", "web", "--image=nginx", "--replicas=6"]);
+    kubectl(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx",
+        "--replicas=6",
+    ]);
     // Cut every connection every 400 ms for 6 s while the chain works.
     for _ in 0..15 {
         tokio::time::sleep(Duration::from_millis(400)).await;
@@ -377,7 +433,8 @@ async fn the_chain_converges_through_cut_connections() {
     let deadline = std::time::Instant::now() + WAIT;
     loop {
         let list: Value =
-            serde_json::from_str(&kubectl(&["get", "pods", "-l", "app=web", "-o", "json"])).unwrap();
+            serde_json::from_str(&kubectl(&["get", "pods", "-l", "app=web", "-o", "json"]))
+                .unwrap();
         let all = list["items"].as_array().cloned().unwrap_or_default();
         let live = running(&all).len();
         if live == 6 && all.len() == 6 {

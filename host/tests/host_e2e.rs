@@ -582,25 +582,32 @@ async fn a_hostile_plugin_reaches_nothing_it_did_not_declare() {
         )
         .await;
     }
-    eventually("a ReconcileFailed event per attack", Duration::from_secs(30), || async {
-        let events = get(&client, "/api/v1/namespaces/hostile/events").await;
-        let failed: Vec<&Value> = events["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["reason"] == "ReconcileFailed")
-            .collect();
-        for attack in attacks {
-            let Some(e) = failed.iter().find(|e| e["involvedObject"]["name"] == attack) else {
-                return Err(format!("no event for {attack} yet"));
-            };
-            let message = e["message"].as_str().unwrap_or_default();
-            if !message.contains("test-hostile") || !message.contains("nothing was written") {
-                return Err(format!("{attack}: {message}"));
+    eventually(
+        "a ReconcileFailed event per attack",
+        Duration::from_secs(30),
+        || async {
+            let events = get(&client, "/api/v1/namespaces/hostile/events").await;
+            let failed: Vec<&Value> = events["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["reason"] == "ReconcileFailed")
+                .collect();
+            for attack in attacks {
+                let Some(e) = failed
+                    .iter()
+                    .find(|e| e["involvedObject"]["name"] == attack)
+                else {
+                    return Err(format!("no event for {attack} yet"));
+                };
+                let message = e["message"].as_str().unwrap_or_default();
+                if !message.contains("test-hostile") || !message.contains("nothing was written") {
+                    return Err(format!("{attack}: {message}"));
+                }
             }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
     .await;
     assert_eq!(get(&client, victim).await["metadata"]["name"], "victim");
     assert_eq!(
@@ -609,10 +616,14 @@ async fn a_hostile_plugin_reaches_nothing_it_did_not_declare() {
     );
     let rs = create_rs(&client, "still-works", 2).await;
     let uid = rs["metadata"]["uid"].as_str().unwrap().to_owned();
-    eventually("the replicaset plugin still works", Duration::from_secs(30), || async {
-        let n = live_pods(&client, &uid).await.len();
-        (n == 2).then_some(()).ok_or(format!("{n} pods"))
-    })
+    eventually(
+        "the replicaset plugin still works",
+        Duration::from_secs(30),
+        || async {
+            let n = live_pods(&client, &uid).await.len();
+            (n == 2).then_some(()).ok_or(format!("{n} pods"))
+        },
+    )
     .await;
     host.shutdown().await;
 }
@@ -641,22 +652,26 @@ async fn a_write_that_keeps_failing_backs_off_with_an_event() {
                "metadata": {"name": "ghost"}, "data": {"attack": "bind-missing"}}),
     )
     .await;
-    eventually("a warning that the write keeps failing", Duration::from_secs(30), || async {
-        let events = get(&client, "/api/v1/namespaces/hostile/events").await;
-        events["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| {
-                e["involvedObject"]["name"] == "ghost"
-                    && e["type"] == "Warning"
-                    && e["message"]
-                        .as_str()
-                        .is_some_and(|m| m.contains("keeps failing") && m.contains("404"))
-            })
-            .map(|_| ())
-            .ok_or_else(|| events.to_string())
-    })
+    eventually(
+        "a warning that the write keeps failing",
+        Duration::from_secs(30),
+        || async {
+            let events = get(&client, "/api/v1/namespaces/hostile/events").await;
+            events["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| {
+                    e["involvedObject"]["name"] == "ghost"
+                        && e["type"] == "Warning"
+                        && e["message"]
+                            .as_str()
+                            .is_some_and(|m| m.contains("keeps failing") && m.contains("404"))
+                })
+                .map(|_| ())
+                .ok_or_else(|| events.to_string())
+        },
+    )
     .await;
     // Backing off: over the next two seconds a 20 ms retry loop would make
     // about a hundred attempts; backoff makes a handful.
@@ -685,7 +700,10 @@ async fn two_plugins_cannot_share_a_finalizer() {
         host,
     } = env().await;
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (dir.path().join("twin-a.wasm"), dir.path().join("twin-b.wasm"));
+    let (a, b) = (
+        dir.path().join("twin-a.wasm"),
+        dir.path().join("twin-b.wasm"),
+    );
     std::fs::copy(windlass_tests::plugin("test-hostile"), &a).unwrap();
     std::fs::copy(windlass_tests::plugin("test-hostile"), &b).unwrap();
     let settings = |name: &str| Some(json!({"manifest": "twin", "name": name}).to_string());
@@ -719,7 +737,13 @@ async fn a_0_1_plugin_runs_beside_0_2_plugins() {
         .status()
         .await
         .into_iter()
-        .map(|r| format!("{}={}", r.name.unwrap_or_default(), r.contract.unwrap_or_default()))
+        .map(|r| {
+            format!(
+                "{}={}",
+                r.name.unwrap_or_default(),
+                r.contract.unwrap_or_default()
+            )
+        })
         .collect();
     assert!(
         contracts.contains(&"test-v01=0.1.0".to_owned())
@@ -735,13 +759,17 @@ async fn a_0_1_plugin_runs_beside_0_2_plugins() {
     .await;
     let rs = create_rs(&client, "beside", 2).await;
     let uid = rs["metadata"]["uid"].as_str().unwrap().to_owned();
-    eventually("both plugins reconcile", Duration::from_secs(30), || async {
-        let cm = get(&client, &format!("{CONFIGMAPS}/old")).await;
-        let pods = live_pods(&client, &uid).await.len();
-        (cm["data"]["contract"] == "0.1" && pods == 2)
-            .then_some(())
-            .ok_or(format!("{cm} / {pods} pods"))
-    })
+    eventually(
+        "both plugins reconcile",
+        Duration::from_secs(30),
+        || async {
+            let cm = get(&client, &format!("{CONFIGMAPS}/old")).await;
+            let pods = live_pods(&client, &uid).await.len();
+            (cm["data"]["contract"] == "0.1" && pods == 2)
+                .then_some(())
+                .ok_or(format!("{cm} / {pods} pods"))
+        },
+    )
     .await;
     host.shutdown().await;
 }

@@ -218,7 +218,10 @@ async fn the_directory_is_kept_in_step_as_a_whole() {
     })
     .await;
     assert!(
-        host.status().await.iter().all(|r| r.name.as_deref() != Some("test-noop")),
+        host.status()
+            .await
+            .iter()
+            .all(|r| r.name.as_deref() != Some("test-noop")),
         "the old plugin stopped"
     );
 
@@ -231,13 +234,20 @@ async fn the_directory_is_kept_in_step_as_a_whole() {
     })
     .await;
     assert!(
-        host.status().await.iter().all(|r| !r.file.ends_with("a.wasm")),
+        host.status()
+            .await
+            .iter()
+            .all(|r| !r.file.ends_with("a.wasm")),
         "{:?}",
         host.status().await
     );
 
     // Refused: a symlink out of the directory, and a FIFO.
-    std::fs::copy(windlass_tests::plugin("test-noop"), outside.path().join("x.wasm")).unwrap();
+    std::fs::copy(
+        windlass_tests::plugin("test-noop"),
+        outside.path().join("x.wasm"),
+    )
+    .unwrap();
     symlink(outside.path().join("x.wasm"), d.join("escape.wasm")).unwrap();
     let fifo = d.join("fifo.wasm");
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();

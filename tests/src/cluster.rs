@@ -47,8 +47,13 @@ impl Cluster {
         let kubeconfig = match server {
             Server::Embedded => {
                 let k = dir.path().join("kubeconfig");
-                cmd.args(["--embedded", "--listen", "127.0.0.1:0", "--write-kubeconfig"])
-                    .arg(&k);
+                cmd.args([
+                    "--embedded",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--write-kubeconfig",
+                ])
+                .arg(&k);
                 k
             }
             Server::Kubeconfig(k) => {
@@ -71,8 +76,16 @@ impl Cluster {
         };
         let up = Instant::now();
         while !cluster.kubeconfig.is_file() || !cluster.kubectl(&["get", "ns"]).status.success() {
-            if let Some(status) = cluster.child.as_mut().and_then(|c| c.try_wait().ok()).flatten() {
-                panic!("windlass exited at start ({status}); log:\n{}", cluster.log());
+            if let Some(status) = cluster
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok())
+                .flatten()
+            {
+                panic!(
+                    "windlass exited at start ({status}); log:\n{}",
+                    cluster.log()
+                );
             }
             assert!(
                 up.elapsed() < Duration::from_secs(60),
@@ -145,7 +158,10 @@ impl Cluster {
 
     /// The items of `kubectl get ARGS -o json`.
     pub fn items(&self, args: &[&str]) -> Vec<Value> {
-        self.json(args)["items"].as_array().cloned().unwrap_or_default()
+        self.json(args)["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Polls `check` every 200 ms until it holds; fails the test with what

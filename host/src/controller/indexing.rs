@@ -46,7 +46,9 @@ pub(super) async fn follow(
         file(&shared, watch, &object).await;
     }
     tracing::debug!(plugin = %shared.manifest.name, kind = %watch.kind, objects = watch.index.read(|i| i.len()), "index built");
-    shared.ready.send_modify(|pending| *pending = pending.saturating_sub(1));
+    shared
+        .ready
+        .send_modify(|pending| *pending = pending.saturating_sub(1));
     while let Some(change) = changes.recv().await {
         let changed = match &change {
             Change::Added(o) | Change::Modified { new: o, .. } => file(&shared, watch, o).await,
@@ -204,9 +206,7 @@ fn bound_pod(text: &str, node: &str) -> Option<Arc<str>> {
         .entry("status")
         .or_insert_with(|| json!({}));
     if let Some(status) = status.as_object_mut() {
-        let conditions = status
-            .entry("conditions")
-            .or_insert_with(|| json!([]));
+        let conditions = status.entry("conditions").or_insert_with(|| json!([]));
         if let Some(list) = conditions.as_array_mut() {
             list.retain(|c| c["type"] != "PodScheduled");
             list.push(json!({"type": "PodScheduled", "status": "True"}));

@@ -816,7 +816,12 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectRef) -> Result<Option<Durat
 
 /// Remembers why a write of this attempt failed, for the next request's
 /// `last-failure`; a clean attempt forgets it.
-fn remember_failure(shared: &Shared, key: &ObjectRef, applied: &Applied, error: Option<&WriteError>) {
+fn remember_failure(
+    shared: &Shared,
+    key: &ObjectRef,
+    applied: &Applied,
+    error: Option<&WriteError>,
+) {
     let mut failed = lock(&shared.failed_writes);
     let api = match error {
         Some(WriteError::Api(e) | WriteError::Stale(e)) => Some(e),

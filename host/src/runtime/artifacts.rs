@@ -122,7 +122,10 @@ fn check_private(dir: &Path) -> std::io::Result<()> {
     }
     let mode = meta.permissions().mode();
     if mode & 0o022 != 0 {
-        return refuse(format!("is writable by group or others (mode {:o})", mode & 0o777));
+        return refuse(format!(
+            "is writable by group or others (mode {:o})",
+            mode & 0o777
+        ));
     }
     let probe = dir.join(format!(".owner-probe-{}", std::process::id()));
     fs::write(&probe, b"")?;

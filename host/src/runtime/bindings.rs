@@ -191,12 +191,16 @@ impl Exports {
             Contract::V1 => {
                 // SAFETY: both exports were checked as this signature (`call_manifest`).
                 let f: ReconcileV1Fn<'_> = unsafe { TypedFunc::new_unchecked(f) };
-                Ok(output::v1::raw(f.call(store, (RequestV1::from(request),))?.0))
+                Ok(output::v1::raw(
+                    f.call(store, (RequestV1::from(request),))?.0,
+                ))
             }
             Contract::V2 => {
                 // SAFETY: as above.
                 let f: ReconcileV2Fn<'_> = unsafe { TypedFunc::new_unchecked(f) };
-                Ok(output::v2::raw(f.call(store, (RequestV2::from(request),))?.0))
+                Ok(output::v2::raw(
+                    f.call(store, (RequestV2::from(request),))?.0,
+                ))
             }
         }
     }

@@ -338,7 +338,11 @@ mod tests {
             charge(cap::OBJECT, 60, 1)?;
             charge(cap::OBJECT, 60, 1)
         });
-        assert!(r.unwrap_err().to_string().contains("more than the limit of 100 bytes"));
+        assert!(
+            r.unwrap_err()
+                .to_string()
+                .contains("more than the limit of 100 bytes")
+        );
         // Outside a call nothing is charged, and the budget does not leak.
         assert!(charge(cap::WRITES, 1_000_000, 1).is_ok());
     }

@@ -77,9 +77,8 @@ pub(crate) fn check_outcome(
             } => Write::MergePatch(Patch {
                 target,
                 subresource,
-                patch: json_object(patch).ok_or_else(|| {
-                    invalid("merge patch is not a JSON object".into())
-                })?,
+                patch: json_object(patch)
+                    .ok_or_else(|| invalid("merge patch is not a JSON object".into()))?,
             }),
             RawWrite::Delete { target, options } => Write::Delete(Delete { target, options }),
             RawWrite::CreateSubresource {
@@ -89,9 +88,8 @@ pub(crate) fn check_outcome(
             } => Write::CreateSubresource(SubresourceCreate {
                 target,
                 subresource,
-                body: json_object(body).ok_or_else(|| {
-                    invalid("the subresource body is not a JSON object".into())
-                })?,
+                body: json_object(body)
+                    .ok_or_else(|| invalid("the subresource body is not a JSON object".into()))?,
             }),
         };
         check_write(manifest, &write, default_ns).map_err(|e| match e {
@@ -233,7 +231,10 @@ pub(crate) fn check_map_keys(manifest: &Manifest, keys: &[ObjectRef]) -> Result<
     for r in keys {
         r.validate()?;
         if r.api_version != primary.kind.api_version || r.kind != primary.kind.kind {
-            return Err(format!("{r} is not of the reconciled kind {}", primary.kind));
+            return Err(format!(
+                "{r} is not of the reconciled kind {}",
+                primary.kind
+            ));
         }
         if !primary.covers(r.namespace.as_deref()) {
             return Err(format!(
@@ -394,8 +395,14 @@ mod tests {
         };
         assert!(check(vec![bind("binding")], "x").is_ok());
         let err = check(vec![bind("eviction")], "x");
-        assert!(matches!(&err, Err(OutcomeError::Undeclared(m)) if m.contains("eviction")), "{err:?}");
-        assert!(matches!(check(vec![bind("../x")], "x"), Err(OutcomeError::Invalid(_))));
+        assert!(
+            matches!(&err, Err(OutcomeError::Undeclared(m)) if m.contains("eviction")),
+            "{err:?}"
+        );
+        assert!(matches!(
+            check(vec![bind("../x")], "x"),
+            Err(OutcomeError::Invalid(_))
+        ));
         // status goes with the object.
         let status = RawWrite::MergePatch {
             target: pod_ref(Some("team-a"), "p"),

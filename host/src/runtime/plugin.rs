@@ -161,11 +161,9 @@ impl Plugin {
         cache: Arc<dyn CacheReader>,
         budget: Duration,
     ) -> Option<Result<Vec<ObjectRef>, PluginError>> {
-        let refs = self
-            .inner
-            .try_call("map", true, cache, budget, |e, i, s| {
-                e.call_map(s, i, changed)
-            })?;
+        let refs = self.inner.try_call("map", true, cache, budget, |e, i, s| {
+            e.call_map(s, i, changed)
+        })?;
         Some(refs.and_then(|refs| self.primary_refs(refs)))
     }
 

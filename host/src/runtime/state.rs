@@ -120,8 +120,9 @@ impl CallState {
     }
 
     fn check_names(&mut self, r: &ObjectRef) -> Result<(), Refusal> {
-        r.validate()
-            .map_err(|e| Refusal::Invalid(self.refuse(format!("read with an invalid reference: {e}"))))
+        r.validate().map_err(|e| {
+            Refusal::Invalid(self.refuse(format!("read with an invalid reference: {e}")))
+        })
     }
 
     fn check_namespace(&mut self, namespace: Option<&str>) -> Result<(), Refusal> {
@@ -159,7 +160,10 @@ impl CallState {
 
     fn get(&mut self, r: ObjectRef) -> wasmtime::Result<Result<Option<String>, Refusal>> {
         self.check_deadline()?;
-        if let Err(e) = self.check_read(&r.kind_ref()).and_then(|()| self.check_names(&r)) {
+        if let Err(e) = self
+            .check_read(&r.kind_ref())
+            .and_then(|()| self.check_names(&r))
+        {
             return Ok(Err(e));
         }
         Ok(Ok(self.cache.get(&r).map(|o| o.to_string())))
@@ -191,20 +195,23 @@ impl CallState {
         Ok(Ok(objects.into_iter().map(|o| o.to_string()).collect()))
     }
 
-    fn lookup(&mut self, kind: KindRef, key: String) -> wasmtime::Result<Result<Vec<Vec<u8>>, Refusal>> {
+    fn lookup(
+        &mut self,
+        kind: KindRef,
+        key: String,
+    ) -> wasmtime::Result<Result<Vec<Vec<u8>>, Refusal>> {
         self.check_deadline()?;
-        if let Err(e) = self.check_indexed(&kind).and_then(|()| self.check_key(&key)) {
+        if let Err(e) = self
+            .check_indexed(&kind)
+            .and_then(|()| self.check_key(&key))
+        {
             return Ok(Err(e));
         }
         let Some(index) = self.cache.index(&kind) else {
             return Ok(Ok(Vec::new()));
         };
         let (summaries, version) = index.lookup(&key);
-        self.index_reads.push(IndexRead {
-            kind,
-            key,
-            version,
-        });
+        self.index_reads.push(IndexRead { kind, key, version });
         Ok(Ok(summaries.iter().map(|s| s.to_vec()).collect()))
     }
 
@@ -214,18 +221,17 @@ impl CallState {
         key: String,
     ) -> wasmtime::Result<Result<Vec<String>, Refusal>> {
         self.check_deadline()?;
-        if let Err(e) = self.check_indexed(&kind).and_then(|()| self.check_key(&key)) {
+        if let Err(e) = self
+            .check_indexed(&kind)
+            .and_then(|()| self.check_key(&key))
+        {
             return Ok(Err(e));
         }
         let Some(index) = self.cache.index(&kind) else {
             return Ok(Ok(Vec::new()));
         };
         let (objects, version) = index.lookup_objects(&key);
-        self.index_reads.push(IndexRead {
-            kind,
-            key,
-            version,
-        });
+        self.index_reads.push(IndexRead { kind, key, version });
         Ok(Ok(objects.iter().map(|o| o.to_string()).collect()))
     }
 
@@ -239,7 +245,10 @@ impl CallState {
             return Ok(Err(e));
         }
         if keys.len() > MAX_TOTALS_KEYS {
-            let m = format!("asked for the totals of {} keys, more than {MAX_TOTALS_KEYS}", keys.len());
+            let m = format!(
+                "asked for the totals of {} keys, more than {MAX_TOTALS_KEYS}",
+                keys.len()
+            );
             return Ok(Err(Refusal::Invalid(self.refuse(m))));
         }
         for key in &keys {
@@ -312,7 +321,10 @@ impl WasiView for CallState {
 
 /// Adds the host's imports of `contract` (its `cache`, `log` and, for 0.2,
 /// `instance` interfaces, and the type-only `types` interface) to `linker`.
-pub(crate) fn add_imports(linker: &mut Linker<CallState>, contract: Contract) -> wasmtime::Result<()> {
+pub(crate) fn add_imports(
+    linker: &mut Linker<CallState>,
+    contract: Contract,
+) -> wasmtime::Result<()> {
     match contract {
         Contract::V1 => {
             use v1::windlass::controller::{cache, log};
@@ -321,19 +333,22 @@ pub(crate) fn add_imports(linker: &mut Linker<CallState>, contract: Contract) ->
                 linker,
                 |s| s,
             )?;
-            linker.instance("windlass:controller/log@0.1.0")?.func_wrap(
-                "log",
-                |mut store: StoreContextMut<'_, CallState>, (level, message): (log::Level, LogText)| {
-                    let level = match level {
-                        log::Level::Trace => Level::Trace,
-                        log::Level::Debug => Level::Debug,
-                        log::Level::Info => Level::Info,
-                        log::Level::Warn => Level::Warn,
-                        log::Level::Error => Level::Error,
-                    };
-                    store.data_mut().log(level, message)
-                },
-            )?;
+            linker
+                .instance("windlass:controller/log@0.1.0")?
+                .func_wrap(
+                    "log",
+                    |mut store: StoreContextMut<'_, CallState>,
+                     (level, message): (log::Level, LogText)| {
+                        let level = match level {
+                            log::Level::Trace => Level::Trace,
+                            log::Level::Debug => Level::Debug,
+                            log::Level::Info => Level::Info,
+                            log::Level::Warn => Level::Warn,
+                            log::Level::Error => Level::Error,
+                        };
+                        store.data_mut().log(level, message)
+                    },
+                )?;
         }
         Contract::V2 => {
             use v2::windlass::controller::{cache, instance, log};
@@ -343,19 +358,22 @@ pub(crate) fn add_imports(linker: &mut Linker<CallState>, contract: Contract) ->
                 linker,
                 |s| s,
             )?;
-            linker.instance("windlass:controller/log@0.2.0")?.func_wrap(
-                "log",
-                |mut store: StoreContextMut<'_, CallState>, (level, message): (log::Level, LogText)| {
-                    let level = match level {
-                        log::Level::Trace => Level::Trace,
-                        log::Level::Debug => Level::Debug,
-                        log::Level::Info => Level::Info,
-                        log::Level::Warn => Level::Warn,
-                        log::Level::Error => Level::Error,
-                    };
-                    store.data_mut().log(level, message)
-                },
-            )?;
+            linker
+                .instance("windlass:controller/log@0.2.0")?
+                .func_wrap(
+                    "log",
+                    |mut store: StoreContextMut<'_, CallState>,
+                     (level, message): (log::Level, LogText)| {
+                        let level = match level {
+                            log::Level::Trace => Level::Trace,
+                            log::Level::Debug => Level::Debug,
+                            log::Level::Info => Level::Info,
+                            log::Level::Warn => Level::Warn,
+                            log::Level::Error => Level::Error,
+                        };
+                        store.data_mut().log(level, message)
+                    },
+                )?;
         }
     }
     Ok(())
@@ -378,7 +396,10 @@ mod imports_v1 {
     impl wit::Host for CallState {}
 
     impl cache::Host for CallState {
-        fn get(&mut self, r: wit::ObjectRef) -> wasmtime::Result<Result<Option<String>, CacheError>> {
+        fn get(
+            &mut self,
+            r: wit::ObjectRef,
+        ) -> wasmtime::Result<Result<Option<String>, CacheError>> {
             let r = ObjectRef {
                 api_version: r.api_version,
                 kind: r.kind,
@@ -423,7 +444,10 @@ mod imports_v2 {
     impl wit::Host for CallState {}
 
     impl cache::Host for CallState {
-        fn get(&mut self, r: wit::ObjectRef) -> wasmtime::Result<Result<Option<String>, CacheError>> {
+        fn get(
+            &mut self,
+            r: wit::ObjectRef,
+        ) -> wasmtime::Result<Result<Option<String>, CacheError>> {
             let r = ObjectRef {
                 api_version: r.api_version,
                 kind: r.kind,
