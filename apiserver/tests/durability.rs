@@ -167,7 +167,11 @@ async fn dropping_without_shutdown_keeps_acknowledged_writes() {
     assert!(rv_of(&o) > before);
     // System namespaces are not duplicated, and an orderly shutdown flushes.
     let (_, ns) = http.get("/api/v1/namespaces").await;
-    assert_eq!(ns["items"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        ns["items"].as_array().unwrap().len(),
+        4,
+        "default, kube-system, kube-public, kube-node-lease"
+    );
     server.shutdown().await;
     let server = start(Config::new().data_dir(dir.path().into()))
         .await

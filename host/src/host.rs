@@ -373,14 +373,11 @@ impl Host {
                         running += 1;
                         continue;
                     }
-                    match self.load_file(path).await {
-                        Ok(name) => {
-                            running += 1;
-                            tracing::info!(plugin = %name, file = %path.display(), "plugin loaded");
-                        }
-                        // Recorded and logged by `load_file`; an older
-                        // version, if any, keeps running.
-                        Err(_) => {}
+                    // A failure is recorded and logged by `load_file`; an
+                    // older version, if any, keeps running.
+                    if let Ok(name) = self.load_file(path).await {
+                        running += 1;
+                        tracing::info!(plugin = %name, file = %path.display(), "plugin loaded");
                     }
                 }
             }

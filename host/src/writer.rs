@@ -224,20 +224,20 @@ impl Writer {
         let (api_version, kind) = write.kind();
         let kind_ref = KindRef::new(api_version, kind);
         let resource = self.discovery.resolve(&kind_ref).await?;
-        let ns_of = |r: Option<&str>| -> Result<Option<String>, WriteError> {
+        let ns_of = |r: Option<&str>| -> Result<Option<String>, Box<WriteError>> {
             if !resource.namespaced {
                 return Ok(None);
             }
             r.or(default_ns).map(str::to_owned).map(Some).ok_or_else(|| {
-                WriteError::Invalid(format!(
+                Box::new(WriteError::Invalid(format!(
                     "{kind} is namespaced, but the write names no namespace (and the reconciled object has none)"
-                ))
+                )))
             })
         };
         match write {
             Write::Apply(object) => {
                 let mut desired: Value = parse(object.text())?;
-                let namespace = ns_of(object.header().namespace.as_deref())?;
+                let namespace = ns_of(object.header().namespace.as_deref()).map_err(|e| *e)?;
                 set_meta(
                     &mut desired,
                     "namespace",
@@ -311,7 +311,7 @@ impl Writer {
                     .object_ref(default_ns)
                     .ok_or_else(|| WriteError::Invalid("replace without a name".into()))?;
                 let mut body: Value = parse(object.text())?;
-                let namespace = ns_of(object.header().namespace.as_deref())?;
+                let namespace = ns_of(object.header().namespace.as_deref()).map_err(|e| *e)?;
                 set_meta(&mut body, "namespace", namespace.clone().map(Value::String));
                 let path = resource.object_path(namespace.as_deref(), &r.name);
                 self.send(
@@ -331,7 +331,7 @@ impl Writer {
                     .object_ref(default_ns)
                     .ok_or_else(|| WriteError::Invalid("status update without a name".into()))?;
                 let body: Value = parse(object.text())?;
-                let namespace = ns_of(object.header().namespace.as_deref())?;
+                let namespace = ns_of(object.header().namespace.as_deref()).map_err(|e| *e)?;
                 self.update_status(
                     &resource,
                     namespace.as_deref(),
@@ -345,7 +345,7 @@ impl Writer {
             }
             Write::MergePatch(p) => {
                 let patch: Value = parse(p.patch.get())?;
-                let namespace = ns_of(p.target.namespace.as_deref())?;
+                let namespace = ns_of(p.target.namespace.as_deref()).map_err(|e| *e)?;
                 let path = match p.subresource.as_deref() {
                     Some("status") if !resource.has_status => {
                         // No status subresource: status is an ordinary field.
@@ -360,7 +360,7 @@ impl Writer {
                 applied.requests += 1;
             }
             Write::Delete(Delete { target, options }) => {
-                let namespace = ns_of(target.namespace.as_deref())?;
+                let namespace = ns_of(target.namespace.as_deref()).map_err(|e| *e)?;
                 if self
                     .delete(
                         &resource,
@@ -383,7 +383,7 @@ impl Writer {
                 subresource,
                 body,
             }) => {
-                let namespace = ns_of(target.namespace.as_deref())?;
+                let namespace = ns_of(target.namespace.as_deref()).map_err(|e| *e)?;
                 let body: Value = parse(body.get())?;
                 let path =
                     resource.subresource_path(namespace.as_deref(), &target.name, subresource);

@@ -307,6 +307,7 @@ fn bench(args: &[String]) -> Result<()> {
         ("windlass", "runtime"),
         ("windlass-apiserver", "apiserver"),
         ("windlass", "host"),
+        ("windlass", "chain"),
     ] {
         status(
             cargo()

@@ -107,7 +107,7 @@ type IndexFn<'a> = TypedFunc<(&'a str,), (output::v2::IndexOut,)>;
 
 /// What `manifest` answered.
 pub(crate) enum ManifestAnswer {
-    Manifest(Manifest),
+    Manifest(Box<Manifest>),
     /// A 0.2 plugin refused to load, with its reason.
     Refused(String),
 }
@@ -155,7 +155,9 @@ impl Exports {
                     let _: ReconcileV1Fn<'_> = instance.get_typed_func(&mut store, index)?;
                 }
                 let f: ManifestV1Fn = instance.get_typed_func(&mut store, self.manifest)?;
-                Ok(ManifestAnswer::Manifest(f.call(store, ())?.0.into()))
+                Ok(ManifestAnswer::Manifest(Box::new(
+                    f.call(store, ())?.0.into(),
+                )))
             }
             Contract::V2 => {
                 for index in [&self.reconcile, &self.finalize] {
@@ -166,7 +168,7 @@ impl Exports {
                 }
                 let f: ManifestV2Fn = instance.get_typed_func(&mut store, self.manifest)?;
                 Ok(match f.call(store, ())?.0 {
-                    Ok(m) => ManifestAnswer::Manifest(m.into()),
+                    Ok(m) => ManifestAnswer::Manifest(Box::new(m.into())),
                     Err(reason) => ManifestAnswer::Refused(reason.0),
                 })
             }

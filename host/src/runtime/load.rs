@@ -111,7 +111,7 @@ impl Runtime {
                 error,
             })?;
         let manifest = match answer {
-            ManifestAnswer::Manifest(m) => m,
+            ManifestAnswer::Manifest(m) => *m,
             ManifestAnswer::Refused(reason) => return Err(LoadError::Refused { file, reason }),
         };
         manifest

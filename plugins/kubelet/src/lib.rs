@@ -8,7 +8,9 @@
 //! The plugin reconciles Nodes; each reconcile does what that node's
 //! kubelet would do now: keep the node's status and heartbeat Lease
 //! current, and sync the pods bound to it (found through the host's index
-//! of pods by `spec.nodeName`). A node's pods:
+//! of pods by `spec.nodeName`). A node without `spec.podCIDR` is given a
+//! block no other node has, as the node IPAM controller does, so pod IPs
+//! are unique across the cluster. A node's pods:
 //! - start at once, init containers first, then become `Running` and ready;
 //! - with `windlass.dev/exit-after: 30s` (and `windlass.dev/exit-code`)
 //!   exit that long after each start, and are restarted (with kubelet's
@@ -65,7 +67,10 @@ impl Controller for Kubelet {
     fn manifest() -> Manifest {
         Manifest::new(
             "kubelet",
-            Watch::kind("v1", "Node").labels(&format!("{SIMULATED_LABEL}=true")),
+            Watch::kind("v1", "Node")
+                .labels(&format!("{SIMULATED_LABEL}=true"))
+                // Filed under their pod CIDR, to give each node its own.
+                .indexed(),
         )
         .version(env!("CARGO_PKG_VERSION"))
         // Bound pods, filed under their node.
@@ -117,6 +122,22 @@ impl Controller for Kubelet {
         // One pass over the text: a Lease reads as a pod without a node.
         let o: Pod<'_> = object.deserialize().ok()?;
         match &*o.kind {
+            // A node under its pod CIDR, its name as the summary, and 1 as
+            // its amount (so a CIDR's total says whether it is taken).
+            "Node" => {
+                let node: view::Node<'_> = object.deserialize().ok()?;
+                let cidr = node
+                    .spec
+                    .pod_cidr
+                    .as_deref()
+                    .and_then(network::Cidr::parse)?;
+                Some(
+                    IndexEntry::new()
+                        .key(reconcile::cidr_key(cidr))
+                        .amounts([1])
+                        .summary(node.metadata.name.as_bytes().to_vec()),
+                )
+            }
             "Pod" => {
                 let node = o.spec.node_name.as_deref().filter(|n| !n.is_empty())?;
                 Some(

@@ -58,6 +58,9 @@ pub(crate) fn node_ip(n: u32) -> Ipv4 {
     Ipv4(0xac10_0000 + 2 + n)
 }
 
+/// How many node pod CIDRs there are (`/24`s of `10.0.0.0/8`).
+pub(crate) const CIDRS: u32 = 1 << 16;
+
 /// A block of pod addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Cidr {

@@ -45,12 +45,7 @@ pub(crate) fn reconcile(req: &Request) -> Result<Outcome, Error> {
     let node_ref = ObjectRef::cluster("v1", "Node", name);
     let number = network::node_number(name);
     let node_ip = node_status::node_ip(&node, network::node_ip(number));
-    let cidr = node
-        .spec
-        .pod_cidr
-        .as_deref()
-        .and_then(Cidr::parse)
-        .unwrap_or_else(|| Cidr::for_node(number));
+    let (cidr, claim) = pod_cidr(&node, name, number)?;
     let taints: Vec<Taint<'_>> = node
         .spec
         .taints
@@ -68,8 +63,17 @@ pub(crate) fn reconcile(req: &Request) -> Result<Outcome, Error> {
     .sync(cidr, req.attempt, &mut due)?;
 
     let mut out = Outcome::new();
-    if let Some(patch) = node_patch(&node, pods.stamp_taints, now) {
+    if let Some(mut patch) = node_patch(&node, pods.stamp_taints, now) {
+        if let Some(claim) = &claim {
+            patch["spec"]["podCIDR"] = json!(claim);
+            patch["spec"]["podCIDRs"] = json!([claim]);
+        }
         out = out.merge_patch(node_ref.clone(), patch);
+    } else if let Some(claim) = &claim {
+        out = out.merge_patch(
+            node_ref.clone(),
+            json!({"spec": {"podCIDR": claim, "podCIDRs": [claim]}}),
+        );
     }
     let report = node_status::report(&node, node_ip, now);
     due = earliest(due, Some(report.due));
@@ -91,6 +95,52 @@ pub(crate) fn reconcile(req: &Request) -> Result<Outcome, Error> {
         out = out.requeue_after(now.until(at).max(MIN_REQUEUE));
     }
     Ok(out)
+}
+
+/// The node's pod CIDR, and the one to claim in its spec when it has none
+/// (or shares its own with a node whose name sorts first), as the node IPAM
+/// controller assigns them: every node a block of its own, so pod IPs are
+/// unique across the cluster. Nodes are filed in this plugin's index under
+/// their CIDR (`index`), so a free one is found by asking for the totals of
+/// a few candidates, starting from the node's number.
+fn pod_cidr(node: &Node<'_>, name: &str, number: u32) -> Result<(Cidr, Option<String>), Error> {
+    let nodes = KindRef::new("v1", "Node");
+    if let Some(own) = node.spec.pod_cidr.as_deref().and_then(Cidr::parse) {
+        let holders = cache::lookup(&nodes, &cidr_key(own))?;
+        let first = holders
+            .iter()
+            .filter_map(|h| std::str::from_utf8(h).ok())
+            .min();
+        if first.is_none_or(|f| f == name) {
+            return Ok((own, None));
+        }
+        log::warn!(
+            "node {name} shares pod CIDR {own} with {}; moving it",
+            first.unwrap_or("")
+        );
+    }
+    const BATCH: u32 = 16;
+    for round in 0..network::CIDRS / BATCH {
+        let candidates: Vec<Cidr> = (0..BATCH)
+            .map(|i| Cidr::for_node((number + round * BATCH + i) % network::CIDRS))
+            .collect();
+        let keys: Vec<String> = candidates.iter().map(|c| cidr_key(*c)).collect();
+        let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let totals = cache::totals(&nodes, &key_refs)?;
+        if let Some(free) = totals
+            .iter()
+            .position(|t| t.first().copied().unwrap_or(0) == 0)
+        {
+            let cidr = candidates[free];
+            return Ok((cidr, Some(cidr.to_string())));
+        }
+    }
+    Err(Error::retry("every pod CIDR of 10.0.0.0/8 is taken"))
+}
+
+/// The index key of the nodes holding a pod CIDR.
+pub(crate) fn cidr_key(cidr: Cidr) -> String {
+    format!("cidr:{cidr}")
 }
 
 /// The pods of one node, synced.

@@ -293,3 +293,61 @@ fn settings_turn_start_events_off_and_unknown_ones_are_refused() {
         .unwrap();
     assert!(err.message.contains("unknown field"), "{err}");
 }
+
+/// Every node gets a pod CIDR no other node has — `node-a1`, `node-b1` and
+/// `node-c1` all end in 1, where their addresses start — and a node that
+/// finds its CIDR shared with a node whose name sorts first moves.
+#[test]
+fn every_node_gets_a_pod_cidr_of_its_own() {
+    let named = |name: &'static str| {
+        node(move |v| {
+            v["metadata"]["name"] = json!(name);
+            v["metadata"]["uid"] = json!(format!("uid-{name}"));
+        })
+    };
+    let mut h = H::new().with_now(t(0));
+    for name in ["node-a1", "node-b1", "node-c1"] {
+        h.insert(named(name));
+    }
+    let cidr_of = |h: &H, name: &str| {
+        h.get(&ObjectRef::cluster("v1", "Node", name))
+            .and_then(|n| n.get_str("spec.podCIDR").map(str::to_owned))
+    };
+    for name in ["node-a1", "node-b1", "node-c1"] {
+        let key = ObjectRef::cluster("v1", "Node", name);
+        let out = h.reconcile_key(&key).unwrap();
+        h.apply_outcome(&key, &out).unwrap();
+    }
+    let cidrs: std::collections::BTreeSet<String> = ["node-a1", "node-b1", "node-c1"]
+        .iter()
+        .map(|n| cidr_of(&h, n).expect("a pod CIDR"))
+        .collect();
+    assert_eq!(cidrs.len(), 3, "{cidrs:?}");
+    // A second look changes nothing.
+    let again = h
+        .reconcile_key(&ObjectRef::cluster("v1", "Node", "node-b1"))
+        .unwrap();
+    assert!(
+        !again.writes.iter().any(|w| matches!(w, Write::MergePatch { patch, .. } if patch["spec"].get("podCIDR").is_some())),
+        "{again:?}"
+    );
+
+    // Two nodes that claimed the same block at once: the later name moves.
+    let shared = cidr_of(&h, "node-a1").unwrap();
+    let mut b1 = h.get(&ObjectRef::cluster("v1", "Node", "node-b1")).unwrap();
+    b1.set("spec.podCIDR", shared.clone());
+    h.insert(b1);
+    let key = ObjectRef::cluster("v1", "Node", "node-b1");
+    let out = h.reconcile_key(&key).unwrap();
+    h.apply_outcome(&key, &out).unwrap();
+    let moved = cidr_of(&h, "node-b1").unwrap();
+    assert_ne!(moved, shared);
+    assert_ne!(Some(moved), cidr_of(&h, "node-c1"));
+    let a1 = h
+        .reconcile_key(&ObjectRef::cluster("v1", "Node", "node-a1"))
+        .unwrap();
+    assert!(
+        !a1.writes.iter().any(|w| matches!(w, Write::MergePatch { patch, .. } if patch["spec"].get("podCIDR").is_some())),
+        "the first name keeps its block"
+    );
+}
