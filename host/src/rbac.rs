@@ -873,7 +873,15 @@ mod tests {
             1,
             "{yaml}"
         );
-        assert_eq!(yaml.matches("kind: RoleBinding").count(), 1, "{yaml}");
+        // A Role where its Leases are, and one in `default` for its events
+        // about Nodes (cluster-scoped: client-go records those there).
+        assert!(
+            yaml.contains(
+                "kind: Role\nmetadata:\n  name: windlass-plugin-kubelet\n  namespace: default\n"
+            ),
+            "{yaml}"
+        );
+        assert_eq!(yaml.matches("kind: RoleBinding").count(), 2, "{yaml}");
         assert!(
             yaml.contains(
                 "subjects:\n- kind: ServiceAccount\n  name: windlass\n  namespace: windlass\n"
@@ -884,7 +892,7 @@ mod tests {
         let docs: Vec<serde_json::Value> = serde_yaml_ng::Deserializer::from_str(&yaml)
             .map(|d| serde::Deserialize::deserialize(d).unwrap())
             .collect();
-        assert_eq!(docs.len(), 4);
+        assert_eq!(docs.len(), 6);
         for doc in docs
             .iter()
             .filter(|d| d["kind"].as_str().unwrap().ends_with("Role"))

@@ -2,9 +2,10 @@
 //! relies on: `--cache-dir` keeps precompiled plugins in a private
 //! directory under a writable volume.
 //!
-//! Building the image needs buildah (Debian: `apt-get install buildah`)
-//! and musl-gcc (`apt-get install musl-tools`); where either is missing the
-//! image test says so and is skipped.
+//! Building the image is opt-in: it compiles windlass in release for musl
+//! (minutes) and needs buildah (Debian: `apt-get install buildah`) and
+//! musl-gcc (`apt-get install musl-tools`), which CI does not have. Set
+//! `WINDLASS_TEST_IMAGE=1` to run it; otherwise it says it was skipped.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -57,13 +58,18 @@ impl Drop for Cleanup {
 
 #[test]
 fn the_image_holds_only_the_static_binary_and_runs_it_as_non_root() {
+    if std::env::var_os("WINDLASS_TEST_IMAGE").is_none_or(|v| v.is_empty() || v == "0") {
+        eprintln!(
+            "skipped: set WINDLASS_TEST_IMAGE=1 to build the image (needs buildah and musl-tools)"
+        );
+        return;
+    }
+    // Asked for: a missing tool fails the test rather than skipping it.
     for (tool, package) in [("buildah", "buildah"), ("musl-gcc", "musl-tools")] {
-        if !on_path(tool) {
-            eprintln!(
-                "skipped: {tool} is not installed (apt-get install {package}) to build the image"
-            );
-            return;
-        }
+        assert!(
+            on_path(tool),
+            "WINDLASS_TEST_IMAGE is set, but {tool} is not installed (apt-get install {package})"
+        );
     }
     let tag = "localhost/windlass:image-test";
     let mut cleanup = Cleanup {
