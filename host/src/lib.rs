@@ -5,6 +5,7 @@
 //! - [`cache`]: an informer's objects as raw JSON text, indexed.
 //! - [`client`]: requests to the Kubernetes API, with typed errors.
 //! - [`contract`]: the plugin contract as plain host data.
+//! - [`conventions`]: the metric names of controller-runtime and client-go.
 //! - [`controller`]: one plugin's subscriptions, queue and workers.
 //! - [`discovery`]: kinds to REST resources.
 //! - [`histogram`]: lock-free latency histograms with quantiles.
@@ -22,6 +23,7 @@
 //! - [`rbac`]: least-privilege RBAC derived from plugin manifests.
 //! - [`queue`]: the per-plugin work queue (client-go semantics).
 //! - [`shutdown`]: the one Ctrl-C / SIGTERM signal.
+//! - [`units`]: durations and sizes as Kubernetes writes them (`10s`, `64Mi`).
 //! - [`writer`]: carries out outcomes against the API server.
 
 pub mod admin;
@@ -29,6 +31,7 @@ pub mod cache;
 pub mod client;
 pub mod contract;
 pub mod controller;
+pub mod conventions;
 pub mod discovery;
 pub mod histogram;
 pub mod host;
@@ -45,4 +48,5 @@ pub mod rbac;
 pub mod runtime;
 pub mod scaffold;
 pub mod shutdown;
+pub mod units;
 pub mod writer;

@@ -68,6 +68,10 @@ const CALLS_OFF_INLINE: u32 = 64;
 #[derive(Debug, Default)]
 pub struct ControllerStats {
     pub reconciles: AtomicU64,
+    /// Reconciles that succeeded with nothing to revisit ...
+    pub successes: AtomicU64,
+    /// ... or that asked for a later visit (`requeue-after`).
+    pub requeues_after: AtomicU64,
     pub failures: AtomicU64,
     pub conflicts: AtomicU64,
     pub writes: AtomicU64,
@@ -88,6 +92,8 @@ pub struct ControllerStats {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StatsSnapshot {
     pub reconciles: u64,
+    pub successes: u64,
+    pub requeues_after: u64,
     pub failures: u64,
     pub conflicts: u64,
     pub writes: u64,
@@ -101,6 +107,8 @@ impl ControllerStats {
     pub fn snapshot(&self) -> StatsSnapshot {
         StatsSnapshot {
             reconciles: self.reconciles.load(Ordering::Relaxed),
+            successes: self.successes.load(Ordering::Relaxed),
+            requeues_after: self.requeues_after.load(Ordering::Relaxed),
             failures: self.failures.load(Ordering::Relaxed),
             conflicts: self.conflicts.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
@@ -401,6 +409,11 @@ impl Controller {
         self.shared.queue.depth()
     }
 
+    /// The work queue's numbers, as client-go's workqueue metrics have them.
+    pub fn queue_metrics(&self) -> crate::queue::QueueMetrics {
+        self.shared.queue.metrics()
+    }
+
     /// True once every informer this plugin uses has listed and its
     /// indexes are built.
     pub fn is_synced(&self) -> bool {
@@ -552,7 +565,10 @@ async fn process(shared: &Arc<Shared>, key: &ObjectRef, queued: Instant) {
             Ok(requeue) => {
                 shared.queue.forget(key);
                 if let Some(after) = requeue {
+                    stats.requeues_after.fetch_add(1, Ordering::Relaxed);
                     shared.queue.add_after(key.clone(), after);
+                } else {
+                    stats.successes.fetch_add(1, Ordering::Relaxed);
                 }
             }
             Err(Failure::Stale(e)) => {
