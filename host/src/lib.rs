@@ -38,6 +38,7 @@ pub mod host;
 pub mod index;
 pub mod informer;
 pub mod informers;
+pub mod instances;
 pub mod leader;
 pub mod model;
 pub mod objects;
