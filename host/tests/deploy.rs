@@ -200,7 +200,13 @@ fn the_image_volume_overlay_mounts_plugins_from_an_image() {
 }
 
 /// The plugins this repository ships, as `overlays/example-plugins` runs them.
-const EXAMPLES: [&str; 4] = ["deployment", "replicaset", "scheduler", "kubelet"];
+const EXAMPLES: [&str; 5] = [
+    "deployment",
+    "replicaset",
+    "scheduler",
+    "kubelet",
+    "resourcequota",
+];
 
 /// `windlass plugin rbac` of built plugins.
 fn plugin_rbac(plugins: &[&str]) -> String {
@@ -269,7 +275,7 @@ fn the_example_plugins_overlay_carries_exactly_their_generated_rbac() {
     assert!(
         committed == generated,
         "deploy/kubernetes/overlays/example-plugins/rbac.yaml is not what the plugins' manifests \
-         ask for: regenerate it with\n  windlass plugin rbac target/plugins/{{deployment,replicaset,scheduler,kubelet}}.wasm \
+         ask for: regenerate it with\n  windlass plugin rbac target/plugins/{{deployment,replicaset,scheduler,kubelet,resourcequota}}.wasm \
          > deploy/kubernetes/overlays/example-plugins/rbac.yaml\ngenerated:\n{generated}"
     );
 
@@ -339,11 +345,11 @@ fn the_example_plugins_overlay_carries_exactly_their_generated_rbac() {
 }
 
 /// The overlay as a cluster runs it: each plugin in a ConfigMap of its own
-/// (the four together are over the 1 MiB one holds), all mounted by one
+/// (together they are over the 1 MiB one holds), all mounted by one
 /// projected volume; the API server takes it all in a server-side apply;
 /// and the binary, started with the rendered container's arguments on the
-/// files the kubelet would mount, loads the four plugins, takes the Lease
-/// and is ready.
+/// files the kubelet would mount, loads every plugin, takes the Lease and
+/// is ready.
 #[test]
 fn the_example_plugins_overlay_renders_applies_and_runs() {
     use base64::Engine;

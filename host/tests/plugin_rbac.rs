@@ -1,5 +1,6 @@
 //! `windlass plugin rbac` against what the example plugins really do: the
-//! chain (deployment, replicaset, scheduler, kubelet) runs on one embedded
+//! chain (deployment, replicaset, scheduler, kubelet, and resourcequota
+//! keeping a quota's usage) runs on one embedded
 //! API server, each plugin in its own `windlass run` behind its own
 //! recording proxy, so every request is attributed to its plugin. Each
 //! request must be allowed by the rules generated for that plugin alone (as
@@ -14,7 +15,13 @@ use serde_json::Value;
 use windlass_tests::authz::{self, Attributes, Role};
 use windlass_tests::{Cluster, Recorder, Server};
 
-const PLUGINS: [&str; 4] = ["deployment", "replicaset", "scheduler", "kubelet"];
+const PLUGINS: [&str; 5] = [
+    "deployment",
+    "replicaset",
+    "scheduler",
+    "kubelet",
+    "resourcequota",
+];
 const WAIT: Duration = Duration::from_secs(120);
 
 fn example(name: &str) -> String {
@@ -70,6 +77,25 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "" pods/status update,patch"#,
             r#"kube-node-lease "coordination.k8s.io" leases create,update,patch,delete"#,
             r#"kube-node-lease "coordination.k8s.io" leases get,list,watch"#,
+        ],
+        // reconciles v1 ResourceQuota, reads what quotas count
+        "resourcequota" => vec![
+            r#"* "" configmaps get,list,watch"#,
+            r#"* "" events create,patch"#,
+            r#"* "" persistentvolumeclaims get,list,watch"#,
+            r#"* "" pods get,list,watch"#,
+            r#"* "" replicationcontrollers get,list,watch"#,
+            r#"* "" resourcequotas create,update,patch,delete"#,
+            r#"* "" resourcequotas get,list,watch"#,
+            r#"* "" resourcequotas/status update,patch"#,
+            r#"* "" secrets get,list,watch"#,
+            r#"* "" services get,list,watch"#,
+            r#"* "apps" daemonsets get,list,watch"#,
+            r#"* "apps" deployments get,list,watch"#,
+            r#"* "apps" replicasets get,list,watch"#,
+            r#"* "apps" statefulsets get,list,watch"#,
+            r#"* "batch" cronjobs get,list,watch"#,
+            r#"* "batch" jobs get,list,watch"#,
         ],
         other => panic!("no expectations for {other}"),
     }
@@ -219,13 +245,21 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
         list["items"].as_array().cloned().unwrap_or_default()
     };
     k(&["apply", "-f", &example("nodes.yaml")]);
-    k(&[
-        "apply",
-        "-f",
-        &example("namespace.yaml"),
-        "-f",
-        &example("deployment.yaml"),
-    ]);
+    k(&["apply", "-f", &example("namespace.yaml")]);
+    // A quota the resourcequota plugin keeps the usage of (roomy enough
+    // for the rollout's surge).
+    k(&["-n", "shop", "create", "quota", "shop", "--hard=pods=20"]);
+    k(&["apply", "-f", &example("deployment.yaml")]);
+    eventually("the quota's usage is kept", &hosts, || {
+        let quota: Value =
+            serde_json::from_str(&k(&["-n", "shop", "get", "quota", "shop", "-o", "json"]))
+                .unwrap();
+        quota["status"]["used"]["pods"]
+            .is_string()
+            .then_some(())
+            .ok_or(format!("{}", quota["status"]))
+    })
+    .await;
     eventually("3 pods Running", &hosts, || {
         let all = pods(&k);
         let running = all
@@ -365,13 +399,16 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
             }
         }
         // Every rule was needed: its resource was touched. Not checked: the
-        // finalizers rule (admission checks it, no request names it) and the
+        // finalizers rule (admission checks it, no request names it), the
         // status of a writable kind (the manifest lets the plugin write it,
         // whether or not this one does: `deployment` never writes a
-        // ReplicaSet's status).
+        // ReplicaSet's status), and events (every plugin's failed reconciles
+        // are recorded; `resourcequota` has none here).
         for role in &roles {
             for rule in &role.rules {
-                let checked = |r: &&String| !r.ends_with("/finalizers") && !r.ends_with("/status");
+                let checked = |r: &&String| {
+                    !r.ends_with("/finalizers") && !r.ends_with("/status") && *r != "events"
+                };
                 for resource in rule.resources.iter().filter(checked) {
                     assert!(
                         touched.contains_key(resource),
