@@ -346,7 +346,8 @@ pub(crate) enum PluginCommand {
 
 #[derive(Args)]
 pub(crate) struct RbacArgs {
-    /// The plugin components (`.wasm`).
+    /// The plugin components (`.wasm`). A `NAME.instances.yaml` beside one
+    /// is read as the host reads it: rules for each instance, under its name.
     #[arg(required = true)]
     pub(crate) files: Vec<PathBuf>,
     /// The namespace of the ServiceAccount the host runs as.

@@ -288,7 +288,7 @@ fn plugin_rbac(args: RbacArgs) -> anyhow::Result<String> {
     let runtime = args.limits.runtime()?;
     let mut manifests = Vec::new();
     for file in &args.files {
-        manifests.push(runtime.load_file(file)?.manifest().clone());
+        manifests.extend(manifests_of(&runtime, file)?);
     }
     let (found, hint) = match &args.kubeconfig {
         Some(path) => tokio::runtime::Runtime::new()?.block_on(async {
@@ -309,6 +309,33 @@ fn plugin_rbac(args: RbacArgs) -> anyhow::Result<String> {
     binding.service_account = args.service_account;
     binding.name = args.name.unwrap_or(binding.name);
     Ok(rbac::render(&manifests, &rules, &binding))
+}
+
+/// The manifests a plugin file runs under: its own, or, with a
+/// `NAME.instances.yaml` beside it, each instance's, as the host reshapes
+/// them (the plugin asked with the instance's settings; its name, namespace,
+/// selector and concurrency).
+fn manifests_of(
+    runtime: &windlass::runtime::Runtime,
+    file: &std::path::Path,
+) -> anyhow::Result<Vec<windlass::contract::Manifest>> {
+    use windlass::instances;
+    let base = runtime.load_file(file)?;
+    let sidecar = instances::file_for(file);
+    let text = match std::fs::read_to_string(&sidecar) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(vec![base.manifest().clone()]);
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {}", sidecar.display())),
+    };
+    let named = |e: String| anyhow::anyhow!("{}: {e}", sidecar.display());
+    let mut out = Vec::new();
+    for instance in instances::parse(&text).map_err(named)? {
+        let plugin = base.instance(instance.settings_text().as_deref())?;
+        out.push(instances::reshape(plugin.manifest(), &instance).map_err(named)?);
+    }
+    Ok(out)
 }
 
 async fn stop_embedded(server: Option<windlass_apiserver::RunningServer>) {

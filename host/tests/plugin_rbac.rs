@@ -425,3 +425,75 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     server.shutdown().await;
 }
+
+/// A plugin run as several instances (`NAME.instances.yaml` beside it) gets
+/// the rules of each instance, under the instance's name: one confined to a
+/// namespace gets a Role there, not a ClusterRole.
+#[test]
+fn instances_get_rules_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = dir.path().join("replicaset.wasm");
+    std::fs::copy(windlass_tests::plugin("replicaset"), &wasm).unwrap();
+    std::fs::write(
+        dir.path().join("replicaset.instances.yaml"),
+        "instances:\n- name: rs-team-a\n  namespace: team-a\n- name: rs-team-b\n  namespace: team-b\n  labelSelector: tier=web\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_windlass"))
+        .args(["plugin", "rbac"])
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&yaml)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let roles = Role::from_documents(&docs);
+    let mut want: Vec<String> = ["team-a", "team-b"]
+        .iter()
+        .flat_map(|ns| {
+            [
+                r#""" events create,patch"#,
+                r#""" pods create,update,patch,delete"#,
+                r#""" pods get,list,watch"#,
+                r#""" pods/status update,patch"#,
+                r#""apps" replicasets create,update,patch,delete"#,
+                r#""apps" replicasets get,list,watch"#,
+                r#""apps" replicasets/finalizers update"#,
+                r#""apps" replicasets/status update,patch"#,
+            ]
+            .map(|rule| format!("{ns} {rule}"))
+        })
+        .collect();
+    want.sort();
+    assert_eq!(summary(&roles), want, "{yaml}");
+    assert!(
+        yaml.contains("# rs-team-b: reconciles apps/v1 ReplicaSet (tier=web)\n"),
+        "{yaml}"
+    );
+    assert!(!yaml.contains("kind: ClusterRole"), "{yaml}");
+
+    // A broken instances file is named, and nothing is printed.
+    std::fs::write(
+        dir.path().join("replicaset.instances.yaml"),
+        "instances: []\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_windlass"))
+        .args(["plugin", "rbac"])
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("replicaset.instances.yaml: `instances` is empty"),
+        "{stderr}"
+    );
+}
