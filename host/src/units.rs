@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use windlass_selector::Quantity;
+
 /// A Go duration: one or more decimal numbers, each with a unit (`ns`,
 /// `us` or `µs`, `ms`, `s`, `m`, `h`), such as `10s`, `1.5m` or `1h30m`;
 /// `0` alone needs no unit. Negative durations are refused.
@@ -53,53 +55,26 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(total).map_err(|_| invalid())
 }
 
-/// A Kubernetes quantity of bytes: a number with an optional binary
-/// (`Ki`, `Mi`, `Gi`, `Ti`, `Pi`, `Ei`) or decimal (`k`, `M`, `G`, `T`,
-/// `P`, `E`) suffix, or a decimal exponent (`1e6`). Fractions of a byte
-/// are rounded up, as Kubernetes rounds quantities it needs whole.
+/// A Kubernetes quantity of bytes, read as the API server reads one
+/// (`windlass_selector::Quantity`): a number with an optional binary (`Ki`,
+/// `Mi`, `Gi`, `Ti`, `Pi`, `Ei`) or decimal (`k`, `M`, `G`, `T`, `P`, `E`)
+/// suffix, or a decimal exponent (`1e6`). A fraction of a byte is rounded
+/// up, as the API server's `Value` rounds it.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let invalid = || {
-        format!(
+    // The API server reads a bare suffix (`Mi`) as zero; on a command line
+    // that is a slip, not a size.
+    if !text.bytes().any(|b| b.is_ascii_digit()) {
+        return Err(format!(
             "{text:?} is not a quantity of bytes: write a number with an optional suffix, such as 64Mi, 1Gi or 500M"
-        )
-    };
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, suffix) = text.split_at(split);
-    if number.is_empty() || number == "." {
-        return Err(invalid());
+        ));
     }
-    let value: f64 = number.parse().map_err(|_| invalid())?;
-    let factor = match suffix {
-        "" => 1.0,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        exp if exp.starts_with(['e', 'E']) => {
-            let power: i32 = exp[1..].parse().map_err(|_| invalid())?;
-            10f64.powi(power)
-        }
-        other => {
-            return Err(format!(
-                "{text:?} has an unknown suffix {other:?}: use Ki, Mi, Gi, Ti (or k, M, G, T)"
-            ));
-        }
-    };
-    let bytes = (value * factor).ceil();
-    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
-        return Err(format!("{text:?} is too large"));
+    let quantity = Quantity::parse(text).map_err(|e| {
+        format!("{text:?} is not a quantity of bytes, such as 64Mi, 1Gi or 500M: {e}")
+    })?;
+    if quantity.is_negative() {
+        return Err(format!("{text:?} is negative: a size must be 0 or more"));
     }
-    Ok(bytes as u64)
+    u64::try_from(quantity.value()).map_err(|_| format!("{text:?} is too large"))
 }
 
 #[cfg(test)]
@@ -155,7 +130,8 @@ mod tests {
         assert!(
             parse_bytes("64MB")
                 .unwrap_err()
-                .contains("unknown suffix \"MB\"")
+                .contains("\"64MB\" is not a quantity of bytes")
         );
+        assert!(parse_bytes("-1").unwrap_err().contains("negative"));
     }
 }
