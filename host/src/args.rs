@@ -49,7 +49,8 @@ pub(crate) enum Command {
     /// Serve the embedded Kubernetes-compatible API server.
     Apiserver(ApiserverArgs),
     /// Run the host: load the plugins and reconcile against an API server.
-    Run(RunArgs),
+    // Boxed: its many flags would make every command as large.
+    Run(Box<RunArgs>),
     /// List the plugins a running host has loaded (from its admin endpoint).
     Plugins {
         /// The host's --admin address.

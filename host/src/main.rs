@@ -42,7 +42,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => {
             let runtime = tokio::runtime::Runtime::new()?;
-            runtime.block_on(run_host(args))?;
+            runtime.block_on(run_host(*args))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Completions { shell } => {

@@ -2,7 +2,10 @@
 //! `kubectl kustomize`, taken by an API server (the embedded one) in a
 //! server-side dry run, and holding what a cluster expects of a controller:
 //! leader election, probes on the admin port, a locked-down pod, the
-//! plugins and the cache on volumes, flags the binary really has.
+//! plugins and the cache on volumes, flags the binary really has; RBAC that
+//! allows what the host itself does (its Lease) and what the shipped plugins
+//! need (`overlays/example-plugins`), checked as a cluster's RBAC authorizer
+//! would decide.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -488,4 +491,141 @@ fn the_example_plugins_overlay_renders_applies_and_runs() {
     let _ = host.kill();
     let _ = host.wait();
     c.stop();
+}
+
+/// The base's RBAC for the host's own needs is what the host uses: every
+/// request a leader-elected host with no plugins makes (acquiring,
+/// renewing and, at SIGTERM, releasing its Lease) is allowed to
+/// windlass/windlass by the rendered roles, as a cluster's RBAC
+/// authorizer would decide — in the Lease's namespace only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_base_rbac_allows_what_the_host_itself_does() {
+    use windlass_tests::authz::{self, Role};
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let direct = dir.path().join("direct.kubeconfig");
+    std::fs::write(&direct, server.kubeconfig()).unwrap();
+    let kubectl = |args: &[&str]| {
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&direct)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    assert!(kubectl(&["create", "namespace", "windlass"]).0);
+    let recorder = windlass_tests::Recorder::start(server.addr()).await;
+    let proxied = dir.path().join("proxied.kubeconfig");
+    std::fs::write(
+        &proxied,
+        recorder.kubeconfig(&server.kubeconfig(), server.addr()),
+    )
+    .unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let mut host = Command::new(env!("CARGO_BIN_EXE_windlass"))
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(&proxied)
+        .arg("--plugins")
+        .arg(&plugins)
+        // What the pod reads from its service account's namespace file.
+        .args(["--leader-elect", "--leader-elect-namespace", "windlass"])
+        .args(["--leader-elect-retry-period", "200ms"])
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Leading, and renewed at least once.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let renewals = recorder
+            .requests()
+            .iter()
+            .filter(|r| r.method == "PUT" && r.path.contains("/leases/windlass"))
+            .count();
+        if renewals >= 2 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline && host.try_wait().unwrap().is_none(),
+            "no renewals: {:?}",
+            recorder.requests()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // SIGTERM: the Lease is released (an update).
+    let before_release = recorder.requests().len();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &host.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = tokio::task::spawn_blocking(move || host.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status}");
+    assert!(
+        recorder.requests().len() > before_release,
+        "nothing at release"
+    );
+    let (_, holder) = kubectl(&[
+        "get",
+        "lease",
+        "windlass",
+        "-n",
+        "windlass",
+        "-o",
+        "jsonpath={.spec.holderIdentity}",
+    ]);
+    assert_eq!(holder, "", "released");
+
+    let (_, docs) = render(&deploy("base"));
+    let granted: Vec<Value> = docs
+        .iter()
+        .filter(|d| matches!(d["kind"].as_str(), Some("Role" | "ClusterRole")))
+        .filter(|role| {
+            let binding = format!("{}Binding", role["kind"].as_str().unwrap());
+            docs.iter().any(|b| {
+                b["kind"] == binding.as_str()
+                    && b["roleRef"]["name"] == role["metadata"]["name"]
+                    && b["subjects"][0]["name"] == "windlass"
+                    && b["subjects"][0]["namespace"] == "windlass"
+            })
+        })
+        .cloned()
+        .collect();
+    let roles = Role::from_documents(&granted);
+    let requests = recorder.requests();
+    let mut verbs = std::collections::BTreeSet::new();
+    for r in &requests {
+        let attributes = authz::attributes(&r.method, &r.path);
+        assert!(
+            authz::allows(&roles, &attributes),
+            "{} {} ({attributes}) is not allowed by the base's roles",
+            r.method,
+            r.path
+        );
+        if let authz::Attributes::Resource { verb, .. } = &attributes {
+            verbs.insert(verb.clone());
+        }
+    }
+    // What a Lease's life takes, and the same Lease elsewhere is refused.
+    for verb in ["create", "get", "update"] {
+        assert!(verbs.contains(verb), "{verb} not seen in {requests:?}");
+    }
+    let elsewhere = authz::attributes(
+        "PUT",
+        "/apis/coordination.k8s.io/v1/namespaces/default/leases/windlass",
+    );
+    assert!(!authz::allows(&roles, &elsewhere));
+    server.shutdown().await;
 }
