@@ -16,7 +16,6 @@
 //! [`Store::bytes`] counts every allocation this takes.
 
 mod index;
-mod object;
 
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
@@ -26,76 +25,7 @@ use std::sync::{Arc, RwLock};
 use windlass_selector::LabelSelector;
 
 use self::index::{Ids, Ordered, allocation, table_bytes};
-pub use self::object::{CachedObject, Controller, Labels, MalformedObject};
-
-/// An object's place in its kind: namespace (none when cluster-scoped), name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectKey {
-    pub namespace: Option<Arc<str>>,
-    pub name: Arc<str>,
-}
-
-impl ObjectKey {
-    pub fn new(namespace: Option<&str>, name: &str) -> Self {
-        Self {
-            namespace: namespace.filter(|ns| !ns.is_empty()).map(Into::into),
-            name: name.into(),
-        }
-    }
-
-    /// The key as borrowed strings.
-    pub fn as_ref(&self) -> KeyRef<'_> {
-        KeyRef {
-            namespace: self.namespace.as_deref(),
-            name: &self.name,
-        }
-    }
-}
-
-impl std::fmt::Display for ObjectKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.as_ref().fmt(f)
-    }
-}
-
-/// An object's key, borrowed from the object (or an [`ObjectKey`]); orders
-/// as [`ObjectKey`] does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KeyRef<'a> {
-    pub namespace: Option<&'a str>,
-    pub name: &'a str,
-}
-
-impl std::fmt::Display for KeyRef<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.namespace {
-            Some(ns) => write!(f, "{ns}/{}", self.name),
-            None => f.write_str(self.name),
-        }
-    }
-}
-
-impl<'a> KeyRef<'a> {
-    /// As [`ObjectKey::new`]: an empty namespace is none.
-    pub fn new(namespace: Option<&'a str>, name: &'a str) -> Self {
-        Self {
-            namespace: namespace.filter(|ns| !ns.is_empty()),
-            name,
-        }
-    }
-}
-
-impl<'a> From<&'a ObjectKey> for KeyRef<'a> {
-    fn from(key: &'a ObjectKey) -> Self {
-        key.as_ref()
-    }
-}
-
-impl From<KeyRef<'_>> for ObjectKey {
-    fn from(key: KeyRef<'_>) -> Self {
-        ObjectKey::new(key.namespace, key.name)
-    }
-}
+pub use crate::model::{CachedObject, Controller, KeyRef, Labels, MalformedObject, ObjectKey};
 
 /// What applying something to the store changed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -30,9 +30,10 @@ use serde_json::value::RawValue;
 use tokio::sync::{Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::cache::{Cache, CachedObject, Change, ObjectKey};
+use crate::cache::{Cache, Change};
 use crate::client::{ApiClient, ApiError};
 use crate::discovery::ApiResource;
+use crate::model::{CachedObject, ObjectKey};
 
 /// What one informer watches.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

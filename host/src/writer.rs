@@ -20,14 +20,13 @@ use std::time::SystemTime;
 use http::Method;
 use serde_json::{Map, Value, json};
 
-use crate::cache::CachedObject;
 use crate::client::{ApiClient, ApiError};
 use crate::contract::{
-    Delete, DeleteOptions, Event, EventType, KindRef, Manifest, ObjectRef, Outcome, Propagation,
-    SubresourceCreate, Write,
+    Delete, DeleteOptions, Event, EventType, Manifest, Outcome, Propagation, SubresourceCreate,
+    Write,
 };
 use crate::discovery::{ApiResource, Discovery, DiscoveryError, segment};
-use crate::model::CacheReader;
+use crate::model::{CacheReader, CachedObject, KindRef, ObjectRef};
 
 /// Why an outcome could not be carried out in full.
 #[derive(Debug, thiserror::Error)]

@@ -13,11 +13,11 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{Shared, call_plugin_fn};
-use crate::cache::{CachedObject, Change, ObjectKey};
-use crate::contract::{IndexEntry, KindRef, ObjectRef, Outcome, SubresourceCreate, Write};
+use crate::cache::Change;
+use crate::contract::{IndexEntry, Outcome, SubresourceCreate, Write};
 use crate::index::SharedIndex;
 use crate::informer::Informer;
-use crate::model::CacheReader;
+use crate::model::{CacheReader, CachedObject, KindRef, ObjectKey, ObjectRef};
 use crate::writer::Assume;
 
 /// One indexed watch of a plugin.

@@ -27,14 +27,14 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::cache::{CachedObject, Change, ObjectKey};
-use crate::contract::{KindRef, Manifest, ObjectRef, Request, WriteFailure, now_ms};
+use crate::cache::Change;
+use crate::contract::{Manifest, Request, WriteFailure, now_ms};
 use crate::discovery::DiscoveryError;
 use crate::histogram::{Histogram, HistogramSnapshot};
 use crate::index::SharedIndex;
 use crate::informer::Informer;
 use crate::informers::{Informers, PluginView};
-use crate::model::CacheReader;
+use crate::model::{CacheReader, CachedObject, KindRef, ObjectKey, ObjectRef};
 use crate::queue::{RateLimit, WorkQueue};
 use crate::runtime::{Attempt, Plugin, PluginError};
 use crate::writer::{Applied, Target, WriteError, Writer};

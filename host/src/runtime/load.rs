@@ -14,8 +14,8 @@ use super::bindings::{Contract, Exports, ManifestAnswer, PACKAGE_NAME};
 use super::errors::LoadError;
 use super::plugin::{Plugin, PluginInner};
 use super::{Runtime, hex, inline};
-use crate::contract::{KindRef, Manifest, Watch};
-use crate::model::EmptyCache;
+use crate::contract::{Manifest, Watch};
+use crate::model::{EmptyCache, KindRef};
 
 impl Runtime {
     /// Reads, compiles, links and validates a plugin file, and asks it for

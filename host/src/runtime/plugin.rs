@@ -17,8 +17,8 @@ use super::output::RawResult;
 use super::sandbox::WouldWait;
 use super::state::{CallSetup, CallState, DeadlinePassed, MemoryLimitExceeded};
 use super::{RuntimeInner, inline};
-use crate::contract::{IndexEntry, Manifest, ObjectRef, Outcome, Request};
-use crate::model::CacheReader;
+use crate::contract::{IndexEntry, Manifest, Outcome, Request};
+use crate::model::{CacheReader, ObjectRef};
 
 /// The result of [`Plugin::try_reconcile`].
 #[derive(Debug)]
