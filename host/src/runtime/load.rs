@@ -101,6 +101,7 @@ impl Runtime {
             settings: settings.map(Into::into),
             digest,
             file: file.clone(),
+            schedule: Default::default(),
         };
         let answer = plugin
             .call("manifest", false, Arc::new(EmptyCache), |e, i, s| {

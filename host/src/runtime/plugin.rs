@@ -58,6 +58,8 @@ pub(super) struct PluginInner {
     pub(super) settings: Option<Arc<str>>,
     pub(super) digest: String,
     pub(super) file: String,
+    /// Where the next call from async code runs (`schedule.rs`).
+    pub(super) schedule: super::schedule::Schedule,
 }
 
 impl Plugin {
