@@ -3,9 +3,10 @@
 //! that text its header fields are, indexed by namespace, controller owner
 //! uid and labels.
 //!
-//! One writer (the informer) applies list and watch results with plain
-//! synchronous functions that report what changed; any number of cheap
-//! [`Cache`] clones read. Keeping text rather than `serde_json::Value` trees
+//! One writer (the informer's task, through the only [`CacheWriter`])
+//! applies list and watch results with plain synchronous functions that
+//! report what changed; any number of cheap, read-only [`Cache`] clones
+//! read. Keeping text rather than `serde_json::Value` trees
 //! costs about a ninth of the memory, and a plugin needs the text anyway.
 //!
 //! Memory: each object lives in a slot of the store, and every index holds
@@ -448,26 +449,44 @@ fn drop_id(index: &mut HashIndex, bytes: &mut usize, hash: u64, id: u32) {
     }
 }
 
-/// A shared handle on one informer's store: cheap to clone, read by plugins
-/// and request building, written only by its informer.
-#[derive(Debug, Clone, Default)]
+/// The one handle that changes a store, as kube-runtime's `reflector::store::Writer`:
+/// owned by its informer's task and never cloned, so "one writer" is a
+/// fact of the types rather than a comment. It hands out [`Cache`]s.
+#[derive(Debug, Default)]
+pub(crate) struct CacheWriter {
+    store: Arc<RwLock<Store>>,
+}
+
+impl CacheWriter {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// A read-only handle on the store.
+    pub(crate) fn reader(&self) -> Cache {
+        Cache {
+            store: self.store.clone(),
+        }
+    }
+
+    /// Changes the store.
+    pub(crate) fn write<R>(&mut self, f: impl FnOnce(&mut Store) -> R) -> R {
+        f(&mut self.store.write().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// A read-only handle on one informer's store: cheap to clone, read by
+/// plugins and request building; only its informer's [`CacheWriter`]
+/// changes the store.
+#[derive(Debug, Clone)]
 pub struct Cache {
     store: Arc<RwLock<Store>>,
 }
 
 impl Cache {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// Reads the store.
     pub fn read<R>(&self, f: impl FnOnce(&Store) -> R) -> R {
         f(&self.store.read().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// Changes the store (the informer's side).
-    pub fn write<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
-        f(&mut self.store.write().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
