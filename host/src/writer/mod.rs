@@ -12,21 +12,28 @@
 //! - Events become core/v1 Events; a repeat bumps the count of the first.
 //!
 //! Every request carries a field manager and user agent naming the plugin.
+//!
+//! The rooms: this file carries out writes; `patch.rs` holds the plain
+//! functions over object JSON (owner references, the converging merge
+//! patch); `events.rs` records and aggregates events.
+
+mod events;
+mod patch;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 use http::Method;
 use serde_json::{Map, Value, json};
 
 use crate::client::{ApiClient, ApiError};
 use crate::contract::{
-    Delete, DeleteOptions, Event, EventType, Manifest, Outcome, Propagation, SubresourceCreate,
-    Write,
+    Delete, DeleteOptions, Manifest, Outcome, Propagation, SubresourceCreate, Write,
 };
-use crate::discovery::{ApiResource, Discovery, DiscoveryError, segment};
+use crate::discovery::{ApiResource, Discovery, DiscoveryError};
 use crate::model::{CacheReader, CachedObject, KindRef, ObjectRef};
+use events::EventKey;
+use patch::{add_owner, converge_patch, owner_reference, set_meta};
 
 /// Why an outcome could not be carried out in full.
 #[derive(Debug, thiserror::Error)]
@@ -131,18 +138,6 @@ impl std::fmt::Debug for Writer {
         f.debug_struct("Writer").finish_non_exhaustive()
     }
 }
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct EventKey {
-    plugin: String,
-    regarding: ObjectRef,
-    type_: &'static str,
-    reason: String,
-    message: String,
-}
-
-/// Remembered events for aggregation; past this the memory starts over.
-const MAX_REMEMBERED_EVENTS: usize = 4096;
 
 impl Writer {
     pub fn new(client: ApiClient, discovery: Arc<Discovery>) -> Self {
@@ -629,126 +624,6 @@ impl Writer {
             Err(e) => Err(e.into()),
         }
     }
-
-    /// Records a Warning event on `key` for a failed reconcile, so that
-    /// `kubectl describe` shows it next to the object. Repeats aggregate.
-    pub async fn report_failure(
-        &self,
-        manifest: &Manifest,
-        key: &ObjectRef,
-        primary: Option<&CachedObject>,
-        message: String,
-    ) {
-        let event = Event {
-            type_: EventType::Warning,
-            reason: "ReconcileFailed".into(),
-            message,
-            regarding: None,
-        };
-        self.record(manifest, key, primary, &event).await;
-    }
-
-    /// Records an event; failures are logged, never returned.
-    async fn record(
-        &self,
-        manifest: &Manifest,
-        key: &ObjectRef,
-        primary: Option<&CachedObject>,
-        event: &Event,
-    ) {
-        let regarding = event.regarding.clone().unwrap_or_else(|| key.clone());
-        let uid = (regarding == *key)
-            .then(|| primary.map(|p| p.uid().to_owned()))
-            .flatten();
-        let type_ = match event.type_ {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        };
-        let event_key = EventKey {
-            plugin: manifest.name.clone(),
-            regarding: regarding.clone(),
-            type_,
-            reason: event.reason.clone(),
-            message: event.message.clone(),
-        };
-        let namespace = regarding
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        let (agent, manager) = identity(&manifest.name);
-        let now = rfc3339(SystemTime::now());
-        let previous = self
-            .events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&event_key)
-            .cloned();
-        if let Some((ns, name, count)) = previous {
-            let path = format!(
-                "/api/v1/namespaces/{}/events/{}",
-                segment(&ns),
-                segment(&name)
-            );
-            let patch = json!({"count": count + 1, "lastTimestamp": now});
-            match self.merge_patch(&path, &manager, &agent, &patch).await {
-                Ok(_) => {
-                    self.remember(event_key, ns, name, count + 1);
-                    return;
-                }
-                Err(e) if e.is_not_found() => {}
-                Err(e) => {
-                    tracing::warn!(plugin = %manifest.name, error = %e, "could not update event");
-                    return;
-                }
-            }
-        }
-        let mut involved = json!({"apiVersion": regarding.api_version, "kind": regarding.kind, "name": regarding.name});
-        if let Some(ns) = &regarding.namespace {
-            involved["namespace"] = json!(ns);
-        }
-        if let Some(uid) = uid {
-            involved["uid"] = json!(uid);
-        }
-        let component = format!("windlass/{}", manifest.name);
-        let body = json!({
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": format!("{}.", regarding.name), "namespace": namespace},
-            "involvedObject": involved,
-            "type": type_, "reason": event.reason, "message": event.message,
-            "source": {"component": component},
-            "reportingComponent": component, "reportingInstance": component,
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-        });
-        let path = format!("/api/v1/namespaces/{}/events", segment(&namespace));
-        match self
-            .send(
-                Method::POST,
-                &path,
-                &manager,
-                &agent,
-                &body,
-                "application/json",
-            )
-            .await
-        {
-            Ok(created) => {
-                if let Some(name) = created.pointer("/metadata/name").and_then(Value::as_str) {
-                    self.remember(event_key, namespace, name.to_owned(), 1);
-                }
-            }
-            Err(e) => {
-                tracing::warn!(plugin = %manifest.name, error = %e, "could not record event")
-            }
-        }
-    }
-
-    fn remember(&self, key: EventKey, namespace: String, name: String, count: u32) {
-        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        if events.len() >= MAX_REMEMBERED_EVENTS && !events.contains_key(&key) {
-            events.clear();
-        }
-        events.insert(key, (namespace, name, count));
-    }
 }
 
 /// The user agent and field-manager query parameter naming a plugin.
@@ -762,217 +637,4 @@ fn identity(plugin: &str) -> (String, String) {
 /// Parses JSON text the runtime already checked; a failure is a bug upstream.
 fn parse(text: &str) -> Result<Value, serde_json::Error> {
     serde_json::from_str(text)
-}
-
-/// The controller owner reference children of `key` get.
-fn owner_reference(kind: &KindRef, key: &ObjectRef, primary: &CachedObject) -> Value {
-    json!({
-        "apiVersion": kind.api_version,
-        "kind": kind.kind,
-        "name": key.name,
-        "uid": primary.uid(),
-        "controller": true,
-        "blockOwnerDeletion": true,
-    })
-}
-
-fn set_meta(object: &mut Value, field: &str, value: Option<Value>) {
-    let (Some(value), Some(obj)) = (value, object.as_object_mut()) else {
-        return;
-    };
-    let meta = obj
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Some(meta) = meta.as_object_mut() {
-        meta.insert(field.to_owned(), value);
-    }
-}
-
-/// Adds `owner` to the object's owner references unless one with its uid is
-/// there; never adds a second controller.
-fn add_owner(object: &mut Value, owner: &Value) {
-    let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let refs = meta
-        .entry("ownerReferences")
-        .or_insert_with(|| Value::Array(Vec::new()));
-    let Some(refs) = refs.as_array_mut() else {
-        return;
-    };
-    let has_controller = refs.iter().any(|r| r["controller"] == json!(true));
-    if refs.iter().any(|r| r["uid"] == owner["uid"]) || has_controller {
-        return;
-    }
-    refs.push(owner.clone());
-}
-
-/// The merge patch that brings `live` to have every field of `desired`, or
-/// `None` when it already has them. The patch carries the live
-/// resourceVersion as a precondition, and keeps the live owner references
-/// (a merge patch replaces lists whole).
-fn converge_patch(
-    mut desired: Value,
-    live: &Value,
-    owner: Option<&Value>,
-    has_status: bool,
-) -> Option<Value> {
-    let obj = desired.as_object_mut()?;
-    if has_status {
-        // The main endpoint ignores status; `update-status` is for that.
-        obj.remove("status");
-    }
-    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        for server_owned in [
-            "resourceVersion",
-            "uid",
-            "creationTimestamp",
-            "generation",
-            "managedFields",
-            "selfLink",
-            "deletionTimestamp",
-        ] {
-            meta.remove(server_owned);
-        }
-        let mut refs = live
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let wanted: Vec<Value> = meta
-            .remove("ownerReferences")
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default()
-            .into_iter()
-            .chain(owner.cloned())
-            .collect();
-        let before = refs.len();
-        for r in wanted {
-            let dup = refs.iter().any(|l| l["uid"] == r["uid"]);
-            let second_controller = r["controller"] == json!(true)
-                && refs.iter().any(|l| l["controller"] == json!(true));
-            if !dup && !second_controller {
-                refs.push(r);
-            }
-        }
-        if refs.len() != before {
-            meta.insert("ownerReferences".into(), Value::Array(refs));
-        }
-    }
-    if is_subset(&desired, live) {
-        return None;
-    }
-    if let Some(rv) = live.pointer("/metadata/resourceVersion") {
-        set_meta(&mut desired, "resourceVersion", Some(rv.clone()));
-    }
-    Some(desired)
-}
-
-/// True when every field of `want` is in `have` with the same value; lists
-/// match element by element (so server-side defaults inside list items do
-/// not count as a difference).
-fn is_subset(want: &Value, have: &Value) -> bool {
-    match (want, have) {
-        (Value::Object(w), Value::Object(h)) => w.iter().all(|(k, v)| {
-            h.get(k).is_some_and(|hv| is_subset(v, hv)) || (v.is_null() && !h.contains_key(k))
-        }),
-        (Value::Array(w), Value::Array(h)) => {
-            w.len() == h.len() && w.iter().zip(h).all(|(a, b)| is_subset(a, b))
-        }
-        (w, h) => w == h,
-    }
-}
-
-/// `SystemTime` as an RFC 3339 UTC timestamp with second precision.
-pub(crate) fn rfc3339(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn subset_ignores_server_defaults_in_list_items() {
-        let want = json!({"spec": {"containers": [{"name": "web", "image": "nginx"}]}});
-        let have = json!({"spec": {"containers": [{"name": "web", "image": "nginx", "terminationMessagePath": "/dev/termination-log"}], "dnsPolicy": "ClusterFirst"}});
-        assert!(is_subset(&want, &have));
-        let changed = json!({"spec": {"containers": [{"name": "web", "image": "nginx:2"}]}});
-        assert!(!is_subset(&changed, &have));
-        let more = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}]}});
-        assert!(!is_subset(&more, &have));
-        assert!(is_subset(&json!({"x": null}), &json!({})));
-    }
-
-    #[test]
-    fn a_converged_apply_sends_nothing() {
-        let live = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d", "resourceVersion": "9", "uid": "u",
-            "ownerReferences": [{"uid": "rs1", "controller": true}]}, "spec": {"x": 1}, "status": {"phase": "Running"}});
-        let identity =
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"}});
-        let owner = json!({"uid": "rs1", "controller": true});
-        assert_eq!(converge_patch(identity, &live, Some(&owner), true), None);
-    }
-
-    #[test]
-    fn a_drifted_apply_patches_with_the_live_version_and_keeps_owners() {
-        let live = json!({"metadata": {"name": "p", "resourceVersion": "9", "ownerReferences": [{"uid": "other", "controller": false}]}, "spec": {"x": 1}});
-        let desired = json!({"metadata": {"name": "p", "resourceVersion": "1"}, "spec": {"x": 2}, "status": {"y": 1}});
-        let owner = json!({"uid": "rs1", "controller": true});
-        let patch = converge_patch(desired, &live, Some(&owner), true).unwrap();
-        assert_eq!(patch["metadata"]["resourceVersion"], "9");
-        assert_eq!(patch["spec"]["x"], 2);
-        assert!(
-            patch.get("status").is_none(),
-            "status goes through update-status"
-        );
-        let refs = patch["metadata"]["ownerReferences"].as_array().unwrap();
-        assert_eq!(
-            refs.len(),
-            2,
-            "the live reference is kept and ours added: {refs:?}"
-        );
-    }
-
-    #[test]
-    fn never_a_second_controller() {
-        let mut obj = json!({"metadata": {"ownerReferences": [{"uid": "a", "controller": true}]}});
-        add_owner(&mut obj, &json!({"uid": "b", "controller": true}));
-        assert_eq!(
-            obj["metadata"]["ownerReferences"].as_array().unwrap().len(),
-            1
-        );
-        let mut obj = json!({"metadata": {}});
-        add_owner(&mut obj, &json!({"uid": "b", "controller": true}));
-        assert_eq!(obj["metadata"]["ownerReferences"][0]["uid"], "b");
-    }
-
-    #[test]
-    fn timestamps_are_rfc3339() {
-        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
-        assert_eq!(rfc3339(t), "2026-11-18T11:06:40Z");
-        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
-        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
-    }
 }
