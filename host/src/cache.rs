@@ -3,7 +3,7 @@
 //! that text its header fields are, indexed by namespace, controller owner
 //! uid and labels.
 //!
-//! One writer (the informer's task, through the only [`CacheWriter`])
+//! One writer (the informer's task, through the only `CacheWriter`)
 //! applies list and watch results with plain synchronous functions that
 //! report what changed; any number of cheap, read-only [`Cache`] clones
 //! read. Keeping text rather than `serde_json::Value` trees
@@ -476,7 +476,7 @@ impl CacheWriter {
 }
 
 /// A read-only handle on one informer's store: cheap to clone, read by
-/// plugins and request building; only its informer's [`CacheWriter`]
+/// plugins and request building; only its informer's `CacheWriter`
 /// changes the store.
 #[derive(Debug, Clone)]
 pub struct Cache {

@@ -25,7 +25,7 @@ pub struct ControllerStats {
     pub(super) replaced_blocking_calls: AtomicU64,
 }
 
-/// A copy of [`ControllerStats`] at one moment.
+/// A copy of the controller's counters and timings at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StatsSnapshot {
     pub reconciles: u64,
