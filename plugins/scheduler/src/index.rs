@@ -99,6 +99,14 @@ fn waiting(view: &api::PodView<'_>) -> bool {
     })
 }
 
+/// Whether `changed` has left the cache: `map` runs after the host's cache
+/// took the change, so a bound pod deleted without a graceful phase (a
+/// zero-grace delete) is seen here as a live pod the cache no longer holds.
+/// Its resources are free, as when it ends.
+fn gone(changed: &Object) -> bool {
+    matches!(cache::get(&changed.object_ref()), Ok(None))
+}
+
 /// The pending pods to reconcile again after `changed` changed.
 pub(crate) fn map(changed: &Object) -> Vec<ObjectRef> {
     let Ok(kind) = changed.deserialize::<api::KindView<'_>>() else {
@@ -113,7 +121,10 @@ pub(crate) fn map(changed: &Object) -> Vec<ObjectRef> {
             if view.spec.node_name.as_deref().is_none_or(str::is_empty) {
                 return Vec::new();
             }
-            if pod::is_terminal(&view) || view.metadata.deletion_timestamp.is_some() {
+            if pod::is_terminal(&view)
+                || view.metadata.deletion_timestamp.is_some()
+                || gone(changed)
+            {
                 keys::UNSCHEDULABLE
             } else {
                 keys::WAITING_FOR_PODS

@@ -366,6 +366,10 @@ fn map_requeues_waiting_pods_on_relevant_changes_only() {
     let mut finished = db.clone();
     finished.set("status.phase", "Succeeded");
     assert_eq!(h.map(&finished).unwrap(), [key("big")]);
+    // Deleted at once (no graceful phase): the cache no longer holds it.
+    h.remove(&db.object_ref());
+    assert_eq!(h.map(&db).unwrap(), [key("big")]);
+    h.insert(db.clone());
     // Pending pods changing requeue nothing.
     assert!(h.map(&pod(&h, "fresh")).unwrap().is_empty());
     assert!(h.map(&pod(&h, "big")).unwrap().is_empty());
