@@ -111,7 +111,7 @@ pub struct Target<'a> {
     /// The plugin's view of the caches, to find live objects.
     pub live: &'a dyn CacheReader,
     /// Told about each binding before it is sent and after it is answered,
-    /// so the plugin's index can "assume" it (see `controller.rs`).
+    /// so the plugin's index can "assume" it (see `controller/indexing.rs`).
     pub assume: Option<&'a dyn Assume>,
 }
 
