@@ -64,9 +64,7 @@ pub use runtime::{LoadError, Plugin, PluginError, Runtime, RuntimeConfig};
 pub use contract::{Manifest, Outcome, Request, Watch, Write};
 
 // The ground floor: identities, object texts, reading caches.
-pub use model::{
-    CacheReader, CachedObject, EmptyCache, KindRef, ObjectKey, ObjectRef, ObjectText,
-};
+pub use model::{CacheReader, CachedObject, EmptyCache, KindRef, ObjectKey, ObjectRef, ObjectText};
 
 // Talking to an API server, and watching it.
 pub use cache::{Cache, Change};
