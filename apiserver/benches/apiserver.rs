@@ -1,6 +1,8 @@
 //! Benchmark of the embedded API server: durable creates with each
-//! durability side by side, watch fan-out and a 100,000-object list, printed
-//! as a table (`cargo bench -p windlass-apiserver --bench apiserver`).
+//! durability side by side, watch fan-out, a 100,000-object list, and the
+//! cost of namespace governance (pod creates under a LimitRange and three
+//! ResourceQuotas against the same without), printed as a table
+//! (`cargo bench -p windlass-apiserver --bench apiserver`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,7 +29,12 @@ async fn create(c: &HttpClient, addr: SocketAddr, name: &str) -> bool {
     let body = format!(
         r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}},"data":{{"k":"v"}}}}"#
     );
-    let req = Request::post(format!("http://{addr}{CMS}"))
+    post(c, addr, CMS, body).await
+}
+
+/// POSTs `body` to the collection at `path`; whether it was created.
+async fn post(c: &HttpClient, addr: SocketAddr, path: &str, body: String) -> bool {
+    let req = Request::post(format!("http://{addr}{path}"))
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(body)))
         .expect("valid request");
@@ -38,6 +45,119 @@ async fn create(c: &HttpClient, addr: SocketAddr, name: &str) -> bool {
             ok
         }
         Err(_) => false,
+    }
+}
+
+/// A pod with one container that sets no resources, in `ns`.
+async fn create_pod(c: &HttpClient, addr: SocketAddr, ns: &str, name: &str) -> bool {
+    let body = format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}"}},"spec":{{"containers":[{{"name":"app","image":"nginx:1.27"}}]}}}}"#
+    );
+    post(c, addr, &format!("/api/v1/namespaces/{ns}/pods"), body).await
+}
+
+/// Creates `n` pods in `ns` with `clients` concurrent clients; returns the
+/// seconds taken.
+async fn create_pods(addr: SocketAddr, ns: &str, prefix: &str, n: u64, clients: u64) -> f64 {
+    let next = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|_| {
+            let (next, ns, prefix) = (next.clone(), ns.to_owned(), prefix.to_owned());
+            tokio::spawn(async move {
+                let c = client();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let name = format!("{prefix}-{i}");
+                    assert!(create_pod(&c, addr, &ns, &name).await, "pod create failed");
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("client task");
+    }
+    start.elapsed().as_secs_f64()
+}
+
+const LIMIT_RANGE: &str = r#"{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"mem-cpu-res-limit"},
+    "spec":{"limits":[{"type":"Container","default":{"cpu":"1","memory":"512Mi"},"defaultRequest":{"cpu":"500m","memory":"256Mi"},
+    "max":{"cpu":"2","memory":"1024Mi"},"min":{"cpu":"100m","memory":"100Mi"}}]}}"#;
+
+/// The namespaces of the governance rows, each with its LimitRange and
+/// quotas (limits high enough never to refuse): `plain` has none;
+/// `notes` has the seed notes' `compute-resources` (charged by every pod)
+/// and `object-counts` (not charged by pods) and a quota on best-effort
+/// pods (the range makes every pod Burstable, so not charged either);
+/// `charged` has three quotas that every pod is charged to; `lronly` has
+/// only the LimitRange and `qonly` only one quota, to tell their costs apart.
+async fn governance_namespaces(addr: SocketAddr) {
+    let c = client();
+    let quota = |name: &str, spec: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ResourceQuota","metadata":{{"name":"{name}"}},"spec":{spec}}}"#
+        )
+    };
+    let compute = quota(
+        "compute-resources",
+        r#"{"hard":{"requests.cpu":"1M","requests.memory":"1Ei","limits.cpu":"1M","limits.memory":"1Ei","pods":"1M"}}"#,
+    );
+    let mut objects = vec![];
+    for ns in ["plain", "notes", "charged", "lronly", "qonly"] {
+        objects.push((
+            "/api/v1/namespaces".to_owned(),
+            format!(r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{ns}"}}}}"#),
+        ));
+    }
+    let governed = [
+        ("notes", LIMIT_RANGE.to_owned(), "limitranges"),
+        ("notes", compute.clone(), "resourcequotas"),
+        (
+            "notes",
+            quota(
+                "object-counts",
+                r#"{"hard":{"configmaps":"10","persistentvolumeclaims":"4","replicationcontrollers":"20","secrets":"10","services":"10","services.loadbalancers":"2"}}"#,
+            ),
+            "resourcequotas",
+        ),
+        (
+            "notes",
+            quota(
+                "best-effort",
+                r#"{"hard":{"pods":"1M"},"scopes":["BestEffort"]}"#,
+            ),
+            "resourcequotas",
+        ),
+        ("lronly", LIMIT_RANGE.to_owned(), "limitranges"),
+        (
+            "qonly",
+            quota("pod-count", r#"{"hard":{"pods":"1M"}}"#),
+            "resourcequotas",
+        ),
+        ("charged", LIMIT_RANGE.to_owned(), "limitranges"),
+        ("charged", compute, "resourcequotas"),
+        (
+            "charged",
+            quota("pod-count", r#"{"hard":{"count/pods":"1M"}}"#),
+            "resourcequotas",
+        ),
+        (
+            "charged",
+            quota(
+                "not-best-effort",
+                r#"{"hard":{"pods":"1M"},"scopes":["NotBestEffort"]}"#,
+            ),
+            "resourcequotas",
+        ),
+    ];
+    for (ns, body, plural) in governed {
+        objects.push((format!("/api/v1/namespaces/{ns}/{plural}"), body));
+    }
+    for (path, body) in objects {
+        assert!(post(&c, addr, &path, body.clone()).await, "setup: {body}");
     }
 }
 
@@ -121,6 +241,10 @@ async fn main() {
     let n = if quick { 2_000 } else { 10_000 };
     println!("| metric | process | power-loss | target |");
     println!("|---|---|---|---|");
+    if std::env::args().any(|a| a == "--governance") {
+        governance(n).await;
+        return;
+    }
 
     // Both durabilities on the same machine in the same run, each on a fresh
     // database, interleaved so that a noisy neighbour hurts both alike.
@@ -201,6 +325,52 @@ async fn main() {
         &[format!("{:.3}", best.as_secs_f64())],
         "<= 1.0 (100k)",
     );
+
+    server.shutdown().await;
+    governance(n).await;
+}
+
+/// Pod creates in a namespace with a LimitRange and three quotas against
+/// the same in one without, on a fresh durable server (`--governance`
+/// runs only this row).
+async fn governance(n: u64) {
+    let (server, _dir) = durable_server(Durability::Process).await;
+    let addr = server.addr();
+    // Pod creates with and without governance, alternated so that all
+    // see the same noise.
+    governance_namespaces(addr).await;
+    let mut secs = [0.0; 5];
+    let namespaces = ["plain", "notes", "charged", "lronly", "qonly"];
+    for round in 0..2 {
+        for (i, ns) in namespaces.iter().enumerate() {
+            secs[i] += create_pods(addr, ns, &format!("r{round}"), n / 2, 8).await;
+        }
+    }
+    let [plain, notes, charged, lronly, qonly] = secs.map(|s| n as f64 / s);
+    for (what, rate, target) in [
+        (
+            "1 LimitRange + 3 ResourceQuotas (seed notes' quotas, 1 charged per pod)",
+            notes,
+            ">= 0.8",
+        ),
+        (
+            "1 LimitRange + 3 ResourceQuotas (3 quotas charged per pod)",
+            charged,
+            ">= 0.8",
+        ),
+        // The two halves of admission apart, to see which one costs.
+        ("1 LimitRange alone", lronly, "-"),
+        ("1 ResourceQuota alone (charged per pod)", qonly, "-"),
+    ] {
+        row(
+            &format!("pod creates/s, {what} vs none (8 clients)"),
+            &[
+                format!("{rate:.0} vs {plain:.0} = {:.2}", rate / plain),
+                "-".into(),
+            ],
+            target,
+        );
+    }
     server.shutdown().await;
 }
 

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 /// Fills the defaults of the object of resource `group`/`plural`.
 pub(crate) fn apply(group: &str, plural: &str, obj: &mut Value) {
+    crate::admission::normalize(group, plural, obj);
     match (group, plural) {
         ("", "secrets") => set(obj, "type", json!("Opaque")),
         // A PodTemplate's template is at the top level.

@@ -11,6 +11,7 @@
 //! See `docs/apiserver.md` for what is supported and how it is built.
 
 mod access;
+mod admission;
 mod api;
 mod defaults;
 mod discovery;

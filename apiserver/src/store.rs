@@ -7,8 +7,10 @@
 //! it for storage, in that order. The caller then waits for the storage
 //! acknowledgement outside the lock.
 
+use std::any::Any;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -23,12 +25,48 @@ pub(crate) struct Obj {
     pub(crate) rv: u64,
     pub(crate) value: Value,
     pub(crate) bytes: Bytes,
+    /// A typed reading of `value`, made once on first use (see [`Obj::derived`]).
+    derived: OnceLock<Box<dyn Any + Send + Sync>>,
 }
 
 impl Obj {
     pub(crate) fn new(rv: u64, value: Value) -> Self {
         let bytes = Bytes::from(serde_json::to_vec(&value).expect("JSON values serialize"));
-        Self { rv, value, bytes }
+        Self::with_bytes(rv, value, bytes)
+    }
+
+    fn with_bytes(rv: u64, value: Value, bytes: Bytes) -> Self {
+        Self {
+            rv,
+            value,
+            bytes,
+            derived: OnceLock::new(),
+        }
+    }
+
+    /// Sets what [`Obj::derived`] returns for `T`, when the writer already
+    /// knows it (a quota admission just charged); no-op if already set.
+    pub(crate) fn prime<T: Any + Send + Sync>(&self, derived: T) {
+        let _ = self.derived.set(Box::new(derived));
+    }
+
+    /// `read(&self.value)`, computed on the first call and kept with this
+    /// version of the object: admission reads every quota and limit range
+    /// of a namespace on each write, and they change far less often. One
+    /// type per kind of object: a call with another type recomputes.
+    pub(crate) fn derived<T: Any + Send + Sync + Clone>(
+        &self,
+        read: impl FnOnce(&Value) -> T,
+    ) -> Cow<'_, T> {
+        let mut read = Some(read);
+        let cached = self
+            .derived
+            .get_or_init(|| Box::new((read.take().expect("called once"))(&self.value)));
+        match (cached.downcast_ref::<T>(), read) {
+            (Some(t), _) => Cow::Borrowed(t),
+            (None, Some(read)) => Cow::Owned(read(&self.value)),
+            (None, None) => unreachable!("the cache was just filled with a T"),
+        }
     }
 }
 
@@ -178,7 +216,7 @@ impl State {
             tables
                 .entry(res)
                 .or_default()
-                .insert((ns, name), Arc::new(Obj { rv, value, bytes }));
+                .insert((ns, name), Arc::new(Obj::with_bytes(rv, value, bytes)));
         }
         let mut registry = Registry::with_builtins();
         if let Some(crds) = tables.get("apiextensions.k8s.io/customresourcedefinitions") {
@@ -472,6 +510,25 @@ mod tests {
         st.compact();
         assert!(st.subscribe(105).is_err());
         assert!(st.subscribe(106).unwrap().0.is_empty());
+    }
+
+    #[test]
+    fn a_derived_reading_is_made_once_per_version() {
+        let obj = Obj::new(1, json!({"n": 2}));
+        let calls = std::cell::Cell::new(0);
+        let read = |v: &Value| {
+            calls.set(calls.get() + 1);
+            v["n"].as_i64().unwrap()
+        };
+        assert_eq!(*obj.derived(read), 2);
+        assert_eq!(*obj.derived(read), 2);
+        assert_eq!(calls.get(), 1);
+        // Another type is computed, not cached over the first.
+        assert_eq!(*obj.derived(|_| "other".to_owned()), "other");
+        let primed = Obj::new(2, json!({"n": 3}));
+        primed.prime(30i64);
+        assert_eq!(*primed.derived(read), 30);
+        assert_eq!(calls.get(), 1);
     }
 
     #[test]

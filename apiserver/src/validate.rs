@@ -129,7 +129,7 @@ pub(crate) fn metadata_errors(obj: &Value) -> Vec<(String, String)> {
 
 /// Minimal per-kind checks for the built-ins, on the fields controllers rely on.
 pub(crate) fn kind_errors(group: &str, plural: &str, obj: &Value) -> Vec<(String, String)> {
-    let mut errs = Vec::new();
+    let mut errs = crate::admission::validation_errors(group, plural, obj);
     match (group, plural) {
         ("", "pods") => match obj["spec"]["containers"].as_array() {
             Some(cs) if !cs.is_empty() => {

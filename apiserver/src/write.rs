@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use crate::admission;
 use crate::object::{self, meta_mut};
 use crate::resources::{self, Resource};
 use crate::status::{ApiError, ApiResult, Target};
@@ -212,7 +213,10 @@ fn prepare_create(req: &Req<'_>, obj: &mut Value) {
     let (g, p) = (req.res.group.as_str(), req.res.plural.as_str());
     if req.res.status {
         match (g, p) {
-            ("", "pods") => obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"}),
+            ("", "pods") => {
+                let qos = windlass_selector::qos_class(obj).as_str();
+                obj["status"] = json!({"phase": "Pending", "qosClass": qos});
+            }
             ("", "namespaces") => obj["status"] = json!({"phase": "Active"}),
             ("", "nodes") => {}
             _ => {
@@ -295,8 +299,16 @@ pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult
         meta_mut(&mut obj).insert("name".into(), Value::String(name.clone()));
     }
     crate::defaults::apply(&req.res.group, &req.res.plural, &mut obj);
+    admission::mutate(st, req, None, &mut obj)?;
     validate_all(req, &obj, &name, None)?;
     check_namespace(st, req, &name)?;
+    // Admission names a generated object by its prefix, as upstream does.
+    let shown = if generate.is_empty() {
+        &name
+    } else {
+        &generate
+    };
+    let admitted = admission::validate(st, req, None, &obj, shown)?;
     if st.get(&req.res.key(), req.ns, &name).is_some() {
         return Err(ApiError::already_exists(req.target(&name)));
     }
@@ -329,6 +341,7 @@ pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult
     if req.res.group == "apiextensions.k8s.io" {
         register_crd(st, &obj);
     }
+    admitted.commit(st, req, &mut obj);
     let (o, ack) = st.write(&req.res.key(), req.ns, &name, Some(obj));
     Ok(Written {
         obj: o,
@@ -463,6 +476,7 @@ pub(crate) fn commit_update(
 ) -> ApiResult<Written> {
     let name = object::name(&old.value).to_owned();
     crate::defaults::apply(&req.res.group, &req.res.plural, &mut new);
+    admission::mutate(st, req, Some(&old.value), &mut new)?;
     validate_all(req, &new, &name, Some(&old.value))?;
     if object::is_deleting(&old.value) {
         let added: Vec<String> = object::finalizers(&new)
@@ -478,6 +492,7 @@ pub(crate) fn commit_update(
             ));
         }
     }
+    let admitted = admission::validate(st, req, Some(&old.value), &new, &name)?;
     if req.res.has_generation() {
         let generation = old.value["metadata"]["generation"].as_i64().unwrap_or(1);
         let bump = object::spec_part(&old.value) != object::spec_part(&new);
@@ -513,6 +528,7 @@ pub(crate) fn commit_update(
         }
         register_crd(st, &new);
     }
+    admitted.commit(st, req, &mut new);
     let (o, ack) = st.write(
         &req.res.key(),
         req.ns,

@@ -106,6 +106,8 @@ pub struct Host {
     changing: Arc<tokio::sync::Mutex<()>>,
     /// Files that failed to load, with the reason.
     errors: Mutex<BTreeMap<PathBuf, String>>,
+    /// What each loaded file runs (see [`Source`]).
+    origins: Mutex<BTreeMap<PathBuf, String>>,
 }
 
 impl std::fmt::Debug for Host {
@@ -130,6 +132,7 @@ impl Host {
             controllers: Arc::default(),
             changing: Arc::default(),
             errors: Mutex::new(BTreeMap::new()),
+            origins: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -141,22 +144,32 @@ impl Host {
         &self.informers
     }
 
-    /// Loads (or reloads) one plugin file and runs its controller. A file
-    /// that fails leaves any running version in place; the error is kept
-    /// for `/plugins` and returned.
-    pub async fn load_file(&self, path: &Path) -> anyhow::Result<String> {
-        self.load_file_with(path, None).await
+    /// Loads a plugin file and runs it: once under its manifest's name, or,
+    /// when a `<stem>.instances.yaml` sits beside it, once per instance
+    /// declared there (see [`crate::instances`]). Every instance is loaded
+    /// and checked before any is installed, so a broken file or instances
+    /// file leaves the running version alone. Returns the names that run.
+    pub async fn load_file(&self, path: &Path) -> anyhow::Result<Vec<String>> {
+        let root = path.parent().unwrap_or(Path::new("/"));
+        let source = match read_source(root, path) {
+            Ok(source) => source,
+            Err(e) => {
+                self.record_error(path, e.clone());
+                anyhow::bail!("{}: {e}", path.display());
+            }
+        };
+        self.load_source(path, source).await
     }
 
-    /// [`Host::load_file`] for an instance with these settings (the text of
-    /// a JSON object, which the plugin reads through its `instance` import).
+    /// Loads one instance of a plugin file with these settings (the text of
+    /// a JSON object, which the plugin reads through its `instance` import),
+    /// under its manifest's name; any instances file is not read.
     pub async fn load_file_with(
         &self,
         path: &Path,
         settings: Option<String>,
     ) -> anyhow::Result<String> {
-        let runtime = self.runtime.clone();
-        let file = path.to_path_buf();
+        let (runtime, file) = (self.runtime.clone(), path.to_path_buf());
         let loaded =
             tokio::task::spawn_blocking(move || runtime.load_file_with(&file, settings.as_deref()))
                 .await?;
@@ -169,6 +182,7 @@ impl Host {
         };
         match self.install(path, plugin).await {
             Ok(name) => {
+                self.retire(path, std::slice::from_ref(&name)).await;
                 self.errors
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -180,6 +194,76 @@ impl Host {
                 Err(e)
             }
         }
+    }
+
+    async fn load_source(&self, path: &Path, source: Source) -> anyhow::Result<Vec<String>> {
+        let plugins = match self.prepare(path, &source).await {
+            Ok(plugins) => plugins,
+            Err(e) => {
+                self.record_error(path, format!("{e:#}"));
+                return Err(e);
+            }
+        };
+        let wanted: Vec<String> = plugins.iter().map(|p| p.name().to_owned()).collect();
+        let mut names = Vec::new();
+        let mut failed = Vec::new();
+        for plugin in plugins {
+            match self.install(path, plugin).await {
+                Ok(name) => names.push(name),
+                Err(e) => failed.push(format!("{e:#}")),
+            }
+        }
+        // Names this file ran before and runs no more stop now.
+        self.retire(path, &wanted).await;
+        if !failed.is_empty() {
+            let error = failed.join("; ");
+            self.record_error(path, error.clone());
+            anyhow::bail!(error);
+        }
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(path);
+        self.origins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_path_buf(), source.origin);
+        Ok(names)
+    }
+
+    /// The plugins a file runs as, loaded and reshaped, nothing installed.
+    async fn prepare(&self, path: &Path, source: &Source) -> anyhow::Result<Vec<Plugin>> {
+        let Some(instances) = &source.instances else {
+            let (runtime, file) = (self.runtime.clone(), path.to_path_buf());
+            return Ok(vec![
+                tokio::task::spawn_blocking(move || runtime.load_file(&file)).await??,
+            ]);
+        };
+        // The component is compiled once; each instance asks its manifest
+        // again with its own settings (the first with the first's).
+        let (runtime, file) = (self.runtime.clone(), path.to_path_buf());
+        let first = instances[0].settings_text();
+        let base =
+            tokio::task::spawn_blocking(move || runtime.load_file_with(&file, first.as_deref()))
+                .await??;
+        let instances = instances.clone();
+        tokio::task::spawn_blocking(move || {
+            instances
+                .iter()
+                .enumerate()
+                .map(|(i, instance)| {
+                    let plugin = if i == 0 {
+                        base.clone()
+                    } else {
+                        base.instance(instance.settings_text().as_deref())?
+                    };
+                    let manifest = crate::instances::reshape(plugin.manifest(), instance)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", base.file()))?;
+                    Ok(plugin.with_manifest(manifest)?)
+                })
+                .collect()
+        })
+        .await?
     }
 
     fn record_error(&self, path: &Path, error: String) {
@@ -242,25 +326,32 @@ impl Host {
                 Ok(controller) => Slot::Running(controller),
                 Err(e) => self.wait(path, plugin, e),
             };
-        // The file may have held another plugin before (its content now
-        // names a different one): that one stops once this one runs.
-        let replaced: Vec<(PathBuf, Slot)> = {
+        self.controllers
+            .lock()
+            .await
+            .insert(name.clone(), (path.to_path_buf(), slot));
+        Ok(name)
+    }
+
+    /// Stops the plugins loaded from `path` whose names are not in `keep`
+    /// (the file's content, or its instances file, names others now).
+    async fn retire(&self, path: &Path, keep: &[String]) {
+        let _changing = self.changing.lock().await;
+        let stale: Vec<(PathBuf, Slot)> = {
             let mut controllers = self.controllers.lock().await;
-            controllers.insert(name.clone(), (path.to_path_buf(), slot));
-            let others: Vec<String> = controllers
+            let names: Vec<String> = controllers
                 .iter()
-                .filter(|(n, (p, _))| **n != name && p == path)
+                .filter(|(n, (p, _))| p == path && !keep.contains(n))
                 .map(|(n, _)| n.clone())
                 .collect();
-            others
+            names
                 .into_iter()
                 .filter_map(|n| controllers.remove(&n))
                 .collect()
         };
-        for (_, old) in replaced {
+        for (_, old) in stale {
             old.stop(self.grace).await;
         }
-        Ok(name)
     }
 
     /// A slot for a plugin whose kinds are not served yet, with a task that
@@ -303,16 +394,24 @@ impl Host {
         }
     }
 
-    /// True when the plugin from `path` runs exactly this content (SHA-256,
-    /// hex). Then any error recorded for a later, broken version of the file
-    /// no longer applies and is cleared.
-    pub async fn is_running(&self, path: &Path, digest: &str) -> bool {
-        let running = self
-            .controllers
+    /// True when `path` runs exactly this source (the digest of the file,
+    /// and of its instances file if any; see [`read_source`]). Then any
+    /// error recorded for a later, broken version no longer applies and is
+    /// cleared.
+    async fn is_running(&self, path: &Path, origin: &str) -> bool {
+        let same = self
+            .origins
             .lock()
-            .await
-            .values()
-            .any(|(p, slot)| p == path && slot.plugin().digest() == digest);
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+            .is_some_and(|o| o == origin);
+        let running = same
+            && self
+                .controllers
+                .lock()
+                .await
+                .values()
+                .any(|(p, _)| p == path);
         if running {
             self.errors
                 .lock()
@@ -322,24 +421,17 @@ impl Host {
         running
     }
 
-    /// Stops the plugin loaded from `path`, after in-flight work drains.
+    /// Stops the plugins loaded from `path`, after in-flight work drains.
     pub async fn unload_file(&self, path: &Path) {
         self.errors
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(path);
-        let _changing = self.changing.lock().await;
-        let slot = {
-            let mut controllers = self.controllers.lock().await;
-            let name = controllers
-                .iter()
-                .find(|(_, (p, _))| p == path)
-                .map(|(n, _)| n.clone());
-            name.and_then(|n| controllers.remove(&n))
-        };
-        if let Some((_, slot)) = slot {
-            slot.stop(self.grace).await;
-        }
+        self.origins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(path);
+        self.retire(path, &[]).await;
     }
 
     /// Loads every `*.wasm` in `dir`; failures are recorded and logged.
@@ -368,16 +460,16 @@ impl Host {
         for (path, found) in &scan {
             match found {
                 Err(reason) => self.record_error(path, reason.clone()),
-                Ok(digest) => {
-                    if self.is_running(path, digest).await {
+                Ok(source) => {
+                    if self.is_running(path, &source.origin).await {
                         running += 1;
                         continue;
                     }
-                    // A failure is recorded and logged by `load_file`; an
-                    // older version, if any, keeps running.
-                    if let Ok(name) = self.load_file(path).await {
+                    // A failure is recorded and logged by `load_source`;
+                    // an older version, if any, keeps running.
+                    if let Ok(names) = self.load_source(path, source.clone()).await {
                         running += 1;
-                        tracing::info!(plugin = %name, file = %path.display(), "plugin loaded");
+                        tracing::info!(plugins = ?names, file = %path.display(), "plugin loaded");
                     }
                 }
             }
@@ -397,6 +489,10 @@ impl Host {
             self.unload_file(&path).await;
         }
         self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p, _| !p.starts_with(dir) || present.contains(p.as_path()));
+        self.origins
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|p, _| !p.starts_with(dir) || present.contains(p.as_path()));
@@ -505,9 +601,17 @@ impl Host {
     }
 }
 
-/// The plugin files of `dir`, each with the SHA-256 of its content, or why
-/// it is refused.
-fn scan_dir(dir: &Path) -> std::io::Result<Vec<(PathBuf, Result<String, String>)>> {
+/// What a plugin file runs as: the instances beside it (none: once, under
+/// its manifest's name) and an `origin` that changes whenever the file or
+/// its instances file does (their SHA-256 digests).
+#[derive(Debug, Clone)]
+struct Source {
+    origin: String,
+    instances: Option<Vec<crate::instances::Instance>>,
+}
+
+/// The plugin files of `dir`, each with its source, or why it is refused.
+fn scan_dir(dir: &Path) -> std::io::Result<Vec<(PathBuf, Result<Source, String>)>> {
     let root = dir.canonicalize()?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -517,14 +621,39 @@ fn scan_dir(dir: &Path) -> std::io::Result<Vec<(PathBuf, Result<String, String>)
     Ok(files
         .into_iter()
         .map(|path| {
-            let found = check_plugin_file(&root, &path);
+            let found = read_source(&root, &path);
             (path, found)
         })
         .collect())
 }
 
-/// The digest of a plugin file's content, unless the file must be refused.
-fn check_plugin_file(root: &Path, path: &Path) -> Result<String, String> {
+/// A plugin file's source, unless it or its instances file must be refused
+/// or does not parse.
+fn read_source(root: &Path, path: &Path) -> Result<Source, String> {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let digest = crate::runtime::hex(&Sha256::digest(read_inside(&root, path, None)?));
+    let sidecar = crate::instances::file_for(path);
+    if std::fs::symlink_metadata(&sidecar).is_err() {
+        return Ok(Source {
+            origin: digest,
+            instances: None,
+        });
+    }
+    let named = |e: String| format!("{}: {e}", sidecar.display());
+    let bytes =
+        read_inside(&root, &sidecar, Some(crate::instances::MAX_FILE_BYTES)).map_err(named)?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| named("not UTF-8 text".into()))?;
+    let instances = crate::instances::parse(text).map_err(named)?;
+    Ok(Source {
+        origin: format!("{digest}+{}", crate::runtime::hex(&Sha256::digest(&bytes))),
+        instances: Some(instances),
+    })
+}
+
+/// The content of a file in the plugins directory, unless it must be
+/// refused: a symlink leading out of the directory, something other than a
+/// regular file (a FIFO or device could block the read), or past `max`.
+fn read_inside(root: &Path, path: &Path, max: Option<u64>) -> Result<Vec<u8>, String> {
     let target = path
         .canonicalize()
         .map_err(|e| format!("cannot resolve it: {e}"))?;
@@ -541,8 +670,12 @@ fn check_plugin_file(root: &Path, path: &Path) -> Result<String, String> {
                 .into(),
         );
     }
-    let bytes = std::fs::read(&target).map_err(|e| format!("cannot read it: {e}"))?;
-    Ok(crate::runtime::hex(&Sha256::digest(&bytes)))
+    if let Some(max) = max
+        && meta.len() > max
+    {
+        return Err(format!("{} bytes; at most {max} are read", meta.len()));
+    }
+    std::fs::read(&target).map_err(|e| format!("cannot read it: {e}"))
 }
 
 /// A file the host treats as a plugin: `*.wasm`, not hidden (editors and

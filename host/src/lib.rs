@@ -41,6 +41,7 @@ pub mod host;
 mod index;
 pub mod informer;
 pub mod informers;
+pub mod instances;
 pub mod leader;
 mod model;
 pub mod objects;

@@ -1,4 +1,6 @@
-//! Kubernetes label and field selectors: parsing, canonical printing and matching.
+//! Kubernetes label and field selectors: parsing, canonical printing and matching;
+//! resource quantities (`100m`, `2Gi`): exact parsing, arithmetic and
+//! canonical printing; and what objects cost a `ResourceQuota` ([`quota`]).
 //!
 //! Shared by the host (cache lists), the embedded API server (list/watch
 //! filtering) and the guest SDK's test cache, so that all three agree on what
@@ -14,9 +16,15 @@
 mod field;
 mod label;
 pub mod names;
+mod pod_resources;
+mod quantity;
+pub mod quota;
+pub mod resources;
 
 pub use field::{FieldRequirement, FieldSelector};
 pub use label::{LabelSelector, Operator, Requirement};
+pub use pod_resources::{QosClass, has_pod_level_resources, pod_limits, pod_requests, qos_class};
+pub use quantity::{Format, Quantity, QuantityError};
 
 /// A selector string that does not parse, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

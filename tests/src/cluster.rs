@@ -32,9 +32,23 @@ impl Cluster {
     /// Starts `binary run` (the test's `env!("CARGO_BIN_EXE_windlass")`)
     /// with the built plugins named in `plugins`, against `server`.
     pub fn start(binary: &str, plugins: &[&str], server: Server<'_>) -> Cluster {
+        Self::start_with(binary, plugins, &[], server)
+    }
+
+    /// [`Cluster::start`] with more files in the plugins directory from the
+    /// start: `(file name, content)`, e.g. an instances file.
+    pub fn start_with(
+        binary: &str,
+        plugins: &[&str],
+        files: &[(&str, &str)],
+        server: Server<'_>,
+    ) -> Cluster {
         let dir = tempfile::tempdir().expect("a temp dir");
         let plugins_dir = dir.path().join("plugins");
         std::fs::create_dir(&plugins_dir).unwrap();
+        for (name, content) in files {
+            std::fs::write(plugins_dir.join(name), content).unwrap();
+        }
         for name in plugins {
             std::fs::copy(
                 crate::plugin(name),
@@ -95,6 +109,12 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(100));
         }
         cluster
+    }
+
+    /// The plugins directory windlass watches (files written here are
+    /// hot-reloaded).
+    pub fn plugins_dir(&self) -> PathBuf {
+        self._dir.path().join("plugins")
     }
 
     /// The kubeconfig kubectl uses.

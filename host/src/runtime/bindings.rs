@@ -88,6 +88,7 @@ pub(crate) const PACKAGE_NAME: &str = "windlass:controller";
 /// instructions, a quarter of the bare cost of a call. The types are the
 /// component's, the same in every instance of it (whichever linker made the
 /// instance), so one check covers all of them.
+#[derive(Clone)]
 pub(crate) struct Exports {
     contract: Contract,
     manifest: ComponentExportIndex,

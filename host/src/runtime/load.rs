@@ -92,7 +92,7 @@ impl Runtime {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| file.clone());
-        let mut plugin = PluginInner {
+        let plugin = PluginInner {
             runtime: self.inner.clone(),
             pre,
             inline,
@@ -103,25 +103,7 @@ impl Runtime {
             file: file.clone(),
             schedule: Default::default(),
         };
-        let answer = plugin
-            .call("manifest", false, Arc::new(EmptyCache), |e, i, s| {
-                e.call_manifest(s, i)
-            })
-            .map_err(|error| LoadError::Manifest {
-                file: file.clone(),
-                error,
-            })?;
-        let manifest = match answer {
-            ManifestAnswer::Manifest(m) => *m,
-            ManifestAnswer::Refused(reason) => return Err(LoadError::Refused { file, reason }),
-        };
-        manifest
-            .validate()
-            .map_err(|reason| LoadError::BadManifest { file, reason })?;
-        plugin.manifest = Arc::new(manifest);
-        Ok(Plugin {
-            inner: Arc::new(plugin),
-        })
+        ask_manifest(plugin)
     }
 
     fn compile(&self, file: &str, bytes: &[u8], digest: &str) -> Result<Component, LoadError> {
@@ -143,6 +125,74 @@ impl Runtime {
         }
         Ok(component)
     }
+}
+
+impl Plugin {
+    /// Another instance of the same component, with these settings: the
+    /// compiled and linked code is shared, and `manifest()` is asked again,
+    /// since a plugin may shape its manifest from its settings.
+    pub fn instance(&self, settings: Option<&str>) -> Result<Plugin, LoadError> {
+        let inner = &self.inner;
+        ask_manifest(PluginInner {
+            runtime: inner.runtime.clone(),
+            pre: inner.pre.clone(),
+            inline: inner.inline.clone(),
+            exports: inner.exports.clone(),
+            manifest: inner.manifest.clone(),
+            settings: settings.map(Into::into),
+            digest: inner.digest.clone(),
+            file: inner.file.clone(),
+        })
+    }
+
+    /// The same plugin under a manifest the host reshaped (an instance's
+    /// name, namespace, selector or concurrency), validated as a plugin's
+    /// own manifest is.
+    pub fn with_manifest(&self, manifest: Manifest) -> Result<Plugin, LoadError> {
+        let inner = &self.inner;
+        manifest
+            .validate()
+            .map_err(|reason| LoadError::BadManifest {
+                file: inner.file.clone(),
+                reason,
+            })?;
+        Ok(Plugin {
+            inner: Arc::new(PluginInner {
+                runtime: inner.runtime.clone(),
+                pre: inner.pre.clone(),
+                inline: inner.inline.clone(),
+                exports: inner.exports.clone(),
+                manifest: Arc::new(manifest),
+                settings: inner.settings.clone(),
+                digest: inner.digest.clone(),
+                file: inner.file.clone(),
+            }),
+        })
+    }
+}
+
+/// Calls `manifest()` (with the plugin's settings) and validates the answer.
+fn ask_manifest(mut plugin: PluginInner) -> Result<Plugin, LoadError> {
+    let file = plugin.file.clone();
+    let answer = plugin
+        .call("manifest", false, Arc::new(EmptyCache), |e, i, s| {
+            e.call_manifest(s, i)
+        })
+        .map_err(|error| LoadError::Manifest {
+            file: file.clone(),
+            error,
+        })?;
+    let manifest = match answer {
+        ManifestAnswer::Manifest(m) => *m,
+        ManifestAnswer::Refused(reason) => return Err(LoadError::Refused { file, reason }),
+    };
+    manifest
+        .validate()
+        .map_err(|reason| LoadError::BadManifest { file, reason })?;
+    plugin.manifest = Arc::new(manifest);
+    Ok(Plugin {
+        inner: Arc::new(plugin),
+    })
 }
 
 /// The contract version a component was built against, from the versions

@@ -20,7 +20,10 @@
 //! own that only records it (a `FailedCreate` event and the `ReplicaFailure`
 //! condition); later attempts try the creates again, with the host's
 //! growing backoff between them, and the status written after creates that
-//! succeed drops the condition. Ended pods are not kept: the host's pruning
+//! succeed drops the condition. While creates are refused, a change in the
+//! counts (a pod becoming ready) is also written on its own, before the
+//! creates are tried again: upstream updates the status after every sync,
+//! failed or not. Ended pods are not kept: the host's pruning
 //! deletes them (upstream leaves them to the pod garbage collector, which
 //! windlass does not have).
 
@@ -144,13 +147,18 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     };
 
     if let Some(message) = failed_create
-        && !status.failure_matches(&current_status)
+        && !status.matches(&current_status)
     {
-        // Record the refusal on its own: a status write after the creates
-        // would never happen while they keep failing.
-        return Ok(Outcome::new()
-            .update_status(status.write_for(&view, &current_status, req.now)?)
-            .event(failed_create_event(message)));
+        // Record the refusal, and the counts, on their own: a status write
+        // after the creates never happens while they keep failing, and
+        // upstream updates the status whether or not its creates failed
+        // (a held-back ReplicaSet still shows its ready pods).
+        let mut out =
+            Outcome::new().update_status(status.write_for(&view, &current_status, req.now)?);
+        if !status.failure_matches(&current_status) {
+            out = out.event(failed_create_event(message));
+        }
+        return Ok(out);
     }
 
     let mut out = Outcome::new().prune_owned();

@@ -461,6 +461,35 @@ fn refused_creates_give_failed_create_until_they_succeed() {
     assert_eq!(rs.get("status.conditions"), None);
 }
 
+/// While creates are refused, the counts still follow the pods, as
+/// upstream updates the status after every sync: a pod becoming ready is
+/// written on its own (no second event, the condition left as it is), and
+/// the next attempt tries the creates again.
+#[test]
+fn a_held_back_replicaset_still_counts_its_ready_pods() {
+    let text = rs_yaml(3, "{}") + &pod_yaml("web-a", "2026-01-01T00:00:00Z", "Running", true, "");
+    let held = "{replicas: 1, fullyLabeledReplicas: 1, readyReplicas: 0, \
+        availableReplicas: 0, observedGeneration: 3, conditions: [{type: ReplicaFailure, \
+        status: \"True\", reason: FailedCreate, message: old}]}";
+    let mut h = H::new().with_objects(&with_status(&text, held)).unwrap();
+    h.set_last_failure(refused(1, 403));
+    let out = h.reconcile_key(&key()).unwrap();
+    assert_eq!(out.writes.len(), 1, "{out:?}");
+    assert!(new_pods(&out).is_empty());
+    assert!(out.events.is_empty(), "{:?}", out.events);
+    let s = out.status_updates().next().unwrap();
+    assert_eq!(s.get_i64("status.readyReplicas"), Some(1));
+    assert_eq!(s.get_i64("status.availableReplicas"), Some(1));
+    assert_eq!(s.get("status.conditions.0.message").unwrap(), "old");
+    h.apply_outcome(&key(), &out).unwrap();
+
+    // That write succeeded, so the host clears the failure: the creates
+    // are tried again.
+    h.set_last_failure(None);
+    let out = h.reconcile_key(&key()).unwrap();
+    assert_eq!(new_pods(&out).len(), 2);
+}
+
 /// Only a refused create counts: a conflict, or a failure at a kept pod or
 /// at the status write, is not a `FailedCreate`.
 #[test]
