@@ -19,6 +19,7 @@
 //!   outcomes); `controller` (one plugin's keys, expectations, retries and
 //!   reconcile step).
 //! - the top: [`host`] (a controller per plugin, loads and reloads),
+//!   [`instances`] (one component run under several names),
 //!   [`admin`] (`/healthz`, `/readyz`, `/plugins`, `/metrics`),
 //!   [`plugin_dir`] (hot reload), [`leader`] (leader election over a
 //!   Lease); and for the CLI [`objects`] (objects from YAML/JSON files),

@@ -142,6 +142,9 @@ impl Plugin {
             settings: settings.map(Into::into),
             digest: inner.digest.clone(),
             file: inner.file.clone(),
+            // Each instance runs under its own controller: its calls are
+            // scheduled, and counted, on their own.
+            schedule: Default::default(),
         })
     }
 
@@ -166,6 +169,7 @@ impl Plugin {
                 settings: inner.settings.clone(),
                 digest: inner.digest.clone(),
                 file: inner.file.clone(),
+                schedule: Default::default(),
             }),
         })
     }
