@@ -87,6 +87,14 @@ pub struct Applied {
 }
 
 impl Applied {
+    /// Adds what another part of the same outcome did.
+    fn absorb(&mut self, other: Applied) {
+        self.created.extend(other.created);
+        self.created_version = self.created_version.max(other.created_version);
+        self.deleted.extend(other.deleted);
+        self.requests += other.requests;
+    }
+
     /// Notes a create: `r` names the object, `response` is what the server
     /// answered.
     fn created(&mut self, r: ObjectRef, response: &Value) {
@@ -98,6 +106,86 @@ impl Applied {
         self.created.push(r);
         self.requests += 1;
     }
+}
+
+/// The largest batch of independent writes sent at once.
+const MAX_BATCH: usize = 64;
+
+/// What an independent write touches: one object by kind, namespace and
+/// name, or a fresh one (a create with only a `generateName`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+enum Touches {
+    Object(String, String, Option<String>, String),
+    Fresh,
+}
+
+/// Whether `write` may go out beside its neighbours: a create (an apply of
+/// an object the cache holds no copy of) or a delete. Everything else —
+/// patches, replacements, status, bindings, and applies that converge a
+/// live object — keeps its place in the order.
+fn independent(t: &Target<'_>, write: &Write, default_ns: Option<&str>) -> Option<Touches> {
+    let object = |api_version: &str, kind: &str, ns: Option<&str>, name: &str| {
+        Touches::Object(
+            api_version.to_owned(),
+            kind.to_owned(),
+            ns.or(default_ns).map(str::to_owned),
+            name.to_owned(),
+        )
+    };
+    match write {
+        Write::Apply(o) => {
+            let h = o.header();
+            let (api_version, kind) = write.kind();
+            if !t.live.holds(&KindRef::new(api_version, kind)) {
+                return None;
+            }
+            let Some(name) = &h.name else {
+                return Some(Touches::Fresh);
+            };
+            let r = ObjectRef {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
+                namespace: h.namespace.clone().or(default_ns.map(str::to_owned)),
+                name: name.clone(),
+            };
+            // Absent from the cache: a create.
+            t.live
+                .get(&r)
+                .is_none()
+                .then(|| object(api_version, kind, r.namespace.as_deref(), name))
+        }
+        Write::Delete(d) => Some(object(
+            &d.target.api_version,
+            &d.target.kind,
+            d.target.namespace.as_deref(),
+            &d.target.name,
+        )),
+        _ => None,
+    }
+}
+
+/// The end of the run of independent writes starting at `start`, each
+/// touching a different object (at least `start + 1`).
+fn independent_run(
+    t: &Target<'_>,
+    writes: &[Write],
+    start: usize,
+    default_ns: Option<&str>,
+) -> usize {
+    let mut seen = HashSet::new();
+    let mut end = start;
+    while end < writes.len() {
+        let fresh_or_new = match independent(t, &writes[end], default_ns) {
+            Some(Touches::Fresh) => true,
+            Some(touches) => seen.insert(touches),
+            None => false,
+        };
+        if !fresh_or_new {
+            break;
+        }
+        end += 1;
+    }
+    end.max(start + 1)
 }
 
 /// The context of one outcome.
@@ -161,13 +249,58 @@ impl Writer {
         let mut kept: HashSet<ObjectRef> = HashSet::new();
         let default_ns = t.key.namespace.as_deref();
 
-        for (i, write) in outcome.writes.iter().enumerate() {
-            if let Err(e) = self
-                .execute_one(t, write, default_ns, &manager, &agent, &mut kept, applied)
-                .await
-            {
-                applied.failed_at = Some(i as u32);
-                return Err(e);
+        let writes = &outcome.writes;
+        let mut i = 0;
+        while i < writes.len() {
+            let end = independent_run(t, writes, i, default_ns);
+            if end == i + 1 {
+                if let Err(e) = self
+                    .execute_one(
+                        t, &writes[i], default_ns, &manager, &agent, &mut kept, applied,
+                    )
+                    .await
+                {
+                    applied.failed_at = Some(i as u32);
+                    return Err(e);
+                }
+                i = end;
+                continue;
+            }
+            // Independent creates and deletes go out together, in batches
+            // growing 1, 2, 4, … while every write of a batch succeeds (as
+            // kube-controller-manager's slow start): a create the server
+            // refuses costs one request, not a storm. Every answer of a
+            // batch is recorded; the first failure stops the outcome there.
+            let mut size = 1;
+            while i < end {
+                let batch = i..(i + size).min(end);
+                let (manager, agent) = (manager.as_str(), agent.as_str());
+                let answers = futures::future::join_all(batch.clone().map(|k| async move {
+                    let (mut done, mut named) = (Applied::default(), HashSet::new());
+                    let result = self
+                        .execute_one(
+                            t, &writes[k], default_ns, manager, agent, &mut named, &mut done,
+                        )
+                        .await;
+                    (k, result, done, named)
+                }))
+                .await;
+                let mut failed = None;
+                for (k, result, done, named) in answers {
+                    applied.absorb(done);
+                    kept.extend(named);
+                    if let Err(e) = result
+                        && failed.is_none()
+                    {
+                        failed = Some((k, e));
+                    }
+                }
+                if let Some((k, e)) = failed {
+                    applied.failed_at = Some(k as u32);
+                    return Err(e);
+                }
+                i = batch.end;
+                size = (size * 2).min(MAX_BATCH);
             }
         }
 
@@ -638,3 +771,6 @@ fn identity(plugin: &str) -> (String, String) {
 fn parse(text: &str) -> Result<Value, serde_json::Error> {
     serde_json::from_str(text)
 }
+
+#[cfg(test)]
+mod tests;
