@@ -253,9 +253,9 @@ pub async fn metrics(host: &Host) -> String {
         busy.get_or_create(&l).inc_by(stats.busy_micros);
         blocking.get_or_create(&l).inc_by(stats.blocking_calls);
         for (state, n) in [
-            ("ready", depth.0),
-            ("delayed", depth.1),
-            ("in_flight", depth.2),
+            ("ready", depth.ready),
+            ("delayed", depth.delayed),
+            ("in_flight", depth.in_flight),
         ] {
             queue
                 .get_or_create(&vec![

@@ -10,7 +10,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::client::ApiClient;
-use crate::controller::{Controller, StatsSnapshot};
+use crate::controller::{Controller, QueueDepth, StatsSnapshot};
 use crate::discovery::{Discovery, DiscoveryError};
 use crate::informer::InformerConfig;
 use crate::informers::Informers;
@@ -555,7 +555,7 @@ impl Host {
                 Slot::Running(c) => Some(ControllerMetrics {
                     name: name.clone(),
                     max_concurrency: c.manifest().max_concurrency,
-                    stats: c.stats().snapshot(),
+                    stats: c.stats(),
                     queue: c.queue_metrics(),
                 }),
                 Slot::Waiting { .. } => None,
@@ -565,9 +565,7 @@ impl Host {
 
     /// Counters and queue depth (ready, delayed, in flight) of every
     /// running controller, with its plugin name and file.
-    pub async fn controller_stats(
-        &self,
-    ) -> Vec<(String, String, StatsSnapshot, (usize, usize, usize))> {
+    pub async fn controller_stats(&self) -> Vec<(String, String, StatsSnapshot, QueueDepth)> {
         self.controllers
             .lock()
             .await
@@ -576,7 +574,7 @@ impl Host {
                 Slot::Running(c) => Some((
                     name.clone(),
                     path.display().to_string(),
-                    c.stats().snapshot(),
+                    c.stats(),
                     c.queue_depth(),
                 )),
                 Slot::Waiting { .. } => None,
@@ -601,8 +599,8 @@ impl Host {
             };
             match slot {
                 Slot::Running(controller) => {
-                    let (ready, delayed, in_flight) = controller.queue_depth();
-                    let stats = controller.stats().snapshot();
+                    let depth = controller.queue_depth();
+                    let stats = controller.stats();
                     row.synced = controller.is_synced();
                     if !row.synced {
                         let problems = controller.sync_problems();
@@ -611,7 +609,7 @@ impl Host {
                         }
                     }
                     (row.queue_ready, row.queue_delayed, row.in_flight) =
-                        (ready, delayed, in_flight);
+                        (depth.ready, depth.delayed, depth.in_flight);
                     (row.reconciles_total, row.failures_total) = (stats.reconciles, stats.failures);
                 }
                 Slot::Waiting { reason, .. } => {

@@ -253,11 +253,6 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
         self.ready.len()
     }
 
-    /// True when nothing is ready.
-    pub fn is_empty(&self) -> bool {
-        self.ready.is_empty()
-    }
-
     /// Keys scheduled for later.
     pub fn delayed_len(&self) -> usize {
         self.delayed.len()
