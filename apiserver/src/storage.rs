@@ -14,6 +14,7 @@
 //! the process; an fsync per group with `synchronous=FULL`, which survives
 //! power loss.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -40,6 +41,23 @@ pub(crate) struct Record {
     pub(crate) key: String,
     /// `None` for a deletion.
     pub(crate) value: Option<Bytes>,
+    /// A newer record of the same key, queued behind this one, may take its
+    /// place in the log (see [`Storage::append_group`]).
+    pub(crate) supersedable: bool,
+}
+
+/// A queued record and the acknowledgement of its commit.
+type Entry = (Queued, Option<Ack>);
+
+/// A record as the queue holds it.
+#[derive(Debug)]
+struct Queued {
+    record: Record,
+    /// Must be committed in the same transaction as the entry after it.
+    joined: bool,
+    /// A newer record of the same key, in the same transaction, replaced
+    /// it: nothing is inserted, but its write is acknowledged with the batch.
+    superseded: bool,
 }
 
 pub(crate) type Ack = oneshot::Sender<Result<(), String>>;
@@ -53,7 +71,12 @@ struct Queue {
 
 #[derive(Default)]
 struct Pending {
-    writes: Vec<(Record, Option<Ack>)>,
+    writes: Vec<Entry>,
+    /// Where each supersedable record still queued is, by key.
+    supersedable: HashMap<String, usize>,
+    /// The writer must take at least this many writes in its next batch:
+    /// a superseded record and the record that replaced it commit together.
+    no_cut_before: usize,
     /// Writes the writer has taken and not yet committed.
     in_flight: usize,
     /// Why the last commit failed; `None` once one succeeds.
@@ -72,29 +95,51 @@ impl Queue {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn push(&self, record: Record, ack: Option<Ack>) {
+    /// Queues `group`, to be committed in one transaction.
+    fn push(&self, group: Vec<(Record, Option<Ack>)>) {
         let mut p = self.lock();
         if p.closed {
             drop(p);
-            if let Some(ack) = ack {
-                let _ = ack.send(Err(WRITER_STOPPED.into()));
+            for (_, ack) in group {
+                if let Some(ack) = ack {
+                    let _ = ack.send(Err(WRITER_STOPPED.into()));
+                }
             }
             return;
         }
-        // While commits fail, a new write waits behind the failing ones:
-        // its client hears at once that it is not yet stored, rather than
-        // waiting out its timeout.
-        let ack = match (&p.failing, ack) {
-            (Some(e), Some(ack)) => {
-                let _ = ack.send(Err(format!(
-                    "storage is failing ({e}); the write is queued behind {} others and may still be applied",
-                    p.writes.len() + p.in_flight
-                )));
-                None
+        let last = group.len().saturating_sub(1);
+        for (i, (record, ack)) in group.into_iter().enumerate() {
+            // While commits fail, a new write waits behind the failing ones:
+            // its client hears at once that it is not yet stored, rather than
+            // waiting out its timeout.
+            let ack = match (&p.failing, ack) {
+                (Some(e), Some(ack)) => {
+                    let _ = ack.send(Err(format!(
+                        "storage is failing ({e}); the write is queued behind {} others and may still be applied",
+                        p.writes.len() + p.in_flight
+                    )));
+                    None
+                }
+                (_, ack) => ack,
+            };
+            if record.supersedable {
+                let at = p.writes.len();
+                if let Some(old) = p.supersedable.insert(record.key.clone(), at) {
+                    p.writes[old].0.superseded = true;
+                    // Everything from the superseded record on commits in
+                    // one transaction: the record that replaces it, and
+                    // the writes it carried along (a charged quota and the
+                    // object charged), are then never stored apart.
+                    p.no_cut_before = p.no_cut_before.max(at + (last - i) + 1);
+                }
             }
-            (_, ack) => ack,
-        };
-        p.writes.push((record, ack));
+            let queued = Queued {
+                record,
+                joined: i < last,
+                superseded: false,
+            };
+            p.writes.push((queued, ack));
+        }
         let wake = std::mem::take(&mut p.idle);
         drop(p);
         if wake {
@@ -111,20 +156,29 @@ impl Queue {
         self.lock().closed
     }
 
-    /// Waits for writes and moves them (up to [`MAX_BATCH`]) into the empty
-    /// `batch`; `false` once the queue is closed and drained.
-    fn take(&self, batch: &mut Vec<(Record, Option<Ack>)>) -> bool {
+    /// Waits for writes and moves them (about [`MAX_BATCH`], never parting
+    /// what must commit together) into the empty `batch`; `false` once the
+    /// queue is closed and drained.
+    fn take(&self, batch: &mut Vec<Entry>) -> bool {
         let mut p = self.lock();
         while p.writes.is_empty() && !p.closed {
             p.idle = true;
             p = self.wake.wait(p).unwrap_or_else(PoisonError::into_inner);
         }
         p.idle = false;
-        if p.writes.len() <= MAX_BATCH {
+        let mut cut = MAX_BATCH.max(p.no_cut_before);
+        while cut < p.writes.len() && p.writes[cut - 1].0.joined {
+            cut += 1;
+        }
+        if cut >= p.writes.len() {
             std::mem::swap(batch, &mut p.writes);
         } else {
-            batch.extend(p.writes.drain(..MAX_BATCH));
+            batch.extend(p.writes.drain(..cut));
         }
+        // What stays queued is no longer where the index says; it is only
+        // a missed saving to forget it.
+        p.supersedable.clear();
+        p.no_cut_before = 0;
         p.in_flight = batch.len();
         !batch.is_empty()
     }
@@ -290,16 +344,35 @@ impl Storage {
     }
 
     /// Queues a revision. Must be called in revision order.
+    #[cfg(test)]
     pub(crate) fn append(&self, record: Record, ack: Option<Ack>) {
-        match (&self.queue, ack) {
-            (Some(queue), ack) => queue.push(record, ack),
-            (None, None) => {}
-            (None, Some(ack)) => {
-                let _ = ack.send(match self.durability {
-                    None => Ok(()),
-                    // Closed: a write arriving after shutdown must not be acknowledged.
-                    Some(_) => Err("storage is closed (the server is shutting down)".into()),
-                });
+        self.append_group(vec![(record, ack)]);
+    }
+
+    /// Queues revisions that are committed in one transaction, so that a
+    /// crash keeps all or none of them (a charged quota and the object it
+    /// is charged for). Must be called in revision order.
+    ///
+    /// A supersedable record still queued when a newer record of its key
+    /// arrives is not inserted: the newer one takes its place in the same
+    /// transaction (the log keeps only the newest row per key anyway). So
+    /// a quota charged by many concurrent creates is written once per
+    /// group commit, yet always in the transaction of what it counts.
+    pub(crate) fn append_group(&self, group: Vec<(Record, Option<Ack>)>) {
+        match &self.queue {
+            Some(queue) => queue.push(group),
+            None => {
+                for (_, ack) in group {
+                    if let Some(ack) = ack {
+                        let _ = ack.send(match self.durability {
+                            None => Ok(()),
+                            // Closed: a write arriving after shutdown must not be acknowledged.
+                            Some(_) => {
+                                Err("storage is closed (the server is shutting down)".into())
+                            }
+                        });
+                    }
+                }
             }
         }
     }
@@ -423,7 +496,7 @@ fn writer(conn: Connection, queue: &Queue) {
 
 /// Commits a batch in one transaction. The statements are cached: this runs
 /// once per group commit, thousands of times a second.
-fn commit(conn: &Connection, batch: &[(Record, Option<Ack>)]) -> rusqlite::Result<()> {
+fn commit(conn: &Connection, batch: &[Entry]) -> rusqlite::Result<()> {
     conn.prepare_cached("BEGIN")?.execute([])?;
     let result = insert(conn, batch).and_then(|()| {
         conn.prepare_cached("COMMIT")?.execute([])?;
@@ -435,10 +508,14 @@ fn commit(conn: &Connection, batch: &[(Record, Option<Ack>)]) -> rusqlite::Resul
     result
 }
 
-fn insert(conn: &Connection, batch: &[(Record, Option<Ack>)]) -> rusqlite::Result<()> {
+fn insert(conn: &Connection, batch: &[Entry]) -> rusqlite::Result<()> {
     let mut stmt =
         conn.prepare_cached("INSERT INTO log (rv, key, deleted, value) VALUES (?1, ?2, ?3, ?4)")?;
-    for (r, _) in batch {
+    for (q, _) in batch {
+        if q.superseded {
+            continue;
+        }
+        let r = &q.record;
         stmt.execute(params![
             r.rv as i64,
             r.key,
@@ -458,6 +535,7 @@ mod tests {
             rv,
             key: key.into(),
             value: value.map(|v| Bytes::from_static(v.as_bytes())),
+            supersedable: false,
         }
     }
 
@@ -561,13 +639,13 @@ mod tests {
         let mut acks = Vec::new();
         for i in 0..3 {
             let (tx, rx) = oneshot::channel();
-            q.push(record(i, "/k", None), Some(tx));
+            q.push(vec![(record(i, "/k", None), Some(tx))]);
             acks.push(rx);
         }
         let mut batch = Vec::new();
         assert!(q.take(&mut batch));
         assert_eq!(
-            batch.iter().map(|(r, _)| r.rv).collect::<Vec<_>>(),
+            batch.iter().map(|(q, _)| q.record.rv).collect::<Vec<_>>(),
             [0, 1, 2]
         );
         q.close();
@@ -575,12 +653,124 @@ mod tests {
         // A writer that dies refuses what is still queued, and what comes later.
         let q = Queue::default();
         let (tx, queued) = oneshot::channel();
-        q.push(record(1, "/k", None), Some(tx));
+        q.push(vec![(record(1, "/k", None), Some(tx))]);
         drop(FailPendingOnExit(&q));
         let (tx, late) = oneshot::channel();
-        q.push(record(2, "/k", None), Some(tx));
+        q.push(vec![(record(2, "/k", None), Some(tx))]);
         assert!(queued.await.unwrap().is_err());
         assert!(late.await.unwrap().is_err());
+    }
+
+    fn supersedable(rv: u64, key: &str, value: &'static str) -> Record {
+        Record {
+            supersedable: true,
+            ..record(rv, key, Some(value))
+        }
+    }
+
+    /// A group is never split across transactions, and a superseded record
+    /// always commits with the one that replaced it, even past the batch
+    /// bound.
+    #[test]
+    fn groups_and_superseded_records_are_never_parted() {
+        let q = Queue::default();
+        // MAX_BATCH - 1 single writes, then a group of three straddling
+        // the bound: it is taken whole.
+        for rv in 0..MAX_BATCH as u64 - 1 {
+            q.push(vec![(record(rv, "/k", None), None)]);
+        }
+        let base = MAX_BATCH as u64;
+        q.push(vec![
+            (supersedable(base, "/q", "1"), None),
+            (record(base + 1, "/a", Some("a")), None),
+            (record(base + 2, "/b", Some("b")), None),
+        ]);
+        q.push(vec![(record(base + 3, "/c", None), None)]);
+        let mut batch = Vec::new();
+        assert!(q.take(&mut batch));
+        assert_eq!(batch.len(), MAX_BATCH + 2, "the group is whole");
+        let mut rest = Vec::new();
+        assert!(q.take(&mut rest));
+        assert_eq!(rest.len(), 1);
+        // A quota charged again while its last charge is queued: the older
+        // row is dropped, and everything from it on is one transaction.
+        for rv in 0..MAX_BATCH as u64 - 2 {
+            q.push(vec![(record(rv, "/k", None), None)]);
+        }
+        q.push(vec![
+            (supersedable(base, "/q", "1"), None),
+            (record(base + 1, "/p1", Some("p")), None),
+        ]);
+        for rv in 0..10 {
+            q.push(vec![(record(base + 2 + rv, "/k", None), None)]);
+        }
+        q.push(vec![
+            (supersedable(base + 20, "/q", "2"), None),
+            (record(base + 21, "/p2", Some("p")), None),
+        ]);
+        q.push(vec![(record(base + 22, "/after", None), None)]);
+        let mut batch = Vec::new();
+        assert!(q.take(&mut batch));
+        let last = &batch.last().unwrap().0.record;
+        assert_eq!(last.key, "/p2", "cut right after the superseding group");
+        let superseded: Vec<_> = batch
+            .iter()
+            .filter(|(e, _)| e.superseded)
+            .map(|(e, _)| e.record.rv)
+            .collect();
+        assert_eq!(superseded, [base]);
+        // Once taken, a record can no longer be superseded.
+        let mut rest = Vec::new();
+        assert!(q.take(&mut rest));
+        q.push(vec![(supersedable(base + 30, "/q", "3"), None)]);
+        q.push(vec![(supersedable(base + 31, "/q", "4"), None)]);
+        let mut next = Vec::new();
+        assert!(q.take(&mut next));
+        assert_eq!(
+            next.iter().map(|(e, _)| e.superseded).collect::<Vec<_>>(),
+            [true, false]
+        );
+    }
+
+    /// A superseded row is not stored, but its write is acknowledged once
+    /// the row that replaced it is committed; the newest value survives.
+    #[tokio::test]
+    async fn a_superseded_row_is_acknowledged_with_its_replacement() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = Storage::open(dir.path(), Durability::Process, None).unwrap();
+        let mut acks = Vec::new();
+        for (i, used) in ["1", "2", "3"].into_iter().enumerate() {
+            let rv = RESTART_GAP + 1 + 2 * i as u64;
+            let (tq, rq) = oneshot::channel();
+            let (tp, rp) = oneshot::channel();
+            s.append_group(vec![
+                (supersedable(rv, "/resourcequotas/a/q", used), Some(tq)),
+                (
+                    record(rv + 1, &format!("/pods/a/p{i}"), Some("{}")),
+                    Some(tp),
+                ),
+            ]);
+            acks.extend([rq, rp]);
+        }
+        for ack in acks {
+            ack.await.unwrap().unwrap();
+        }
+        s.close();
+        drop(s);
+        let conn = Connection::open(dir.path().join("state.db")).unwrap();
+        let rows: i64 = conn
+            .query_row("SELECT COUNT(*) FROM log", [], |r| r.get(0))
+            .unwrap();
+        assert!((4..=6).contains(&rows), "{rows} rows");
+        drop(conn);
+        let (_s, loaded) = Storage::open(dir.path(), Durability::Process, None).unwrap();
+        let mut objects = loaded.objects;
+        objects.sort();
+        assert_eq!(objects.len(), 4);
+        assert_eq!(
+            objects.last().unwrap(),
+            &("/resourcequotas/a/q".to_owned(), Bytes::from_static(b"3"))
+        );
     }
 
     #[test]

@@ -146,6 +146,8 @@ pub(crate) struct State {
     floor: u64,
     bus: broadcast::Sender<Arc<Event>>,
     storage: Storage,
+    /// Inside [`State::write_together`]: the records to queue as one group.
+    group: Option<Vec<(Record, Option<Ack>)>>,
 }
 
 impl std::fmt::Debug for State {
@@ -238,6 +240,7 @@ impl State {
             floor: start_rv,
             bus,
             storage,
+            group: None,
         }
     }
 
@@ -343,6 +346,22 @@ impl State {
         self.storage.backlog().and_then(|b| b.failing)
     }
 
+    /// Runs `f`, whose writes are committed to storage in one transaction:
+    /// a crash keeps all of them or none (see [`Storage::append_group`]).
+    pub(crate) fn write_together<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        if self.group.is_some() {
+            return f(self);
+        }
+        self.group = Some(Vec::new());
+        let out = f(self);
+        if let Some(group) = self.group.take()
+            && !group.is_empty()
+        {
+            self.storage.append_group(group);
+        }
+        out
+    }
+
     /// Stores `value` (or deletes, with `None`) and returns the stored object
     /// and the storage acknowledgement. `value` must already carry its final
     /// metadata except `resourceVersion`, which is assigned here.
@@ -352,6 +371,31 @@ impl State {
         ns: &str,
         name: &str,
         value: Option<Value>,
+    ) -> (Arc<Obj>, oneshot::Receiver<Result<(), String>>) {
+        self.write_record(res, ns, name, value, false)
+    }
+
+    /// [`State::write`] of a revision whose row a newer revision of the
+    /// same object may replace, when both are committed in the same
+    /// transaction (a quota's `status.used` charged by concurrent creates):
+    /// watchers and readers still see every revision.
+    pub(crate) fn write_supersedable(
+        &mut self,
+        res: &str,
+        ns: &str,
+        name: &str,
+        value: Value,
+    ) -> (Arc<Obj>, oneshot::Receiver<Result<(), String>>) {
+        self.write_record(res, ns, name, Some(value), true)
+    }
+
+    fn write_record(
+        &mut self,
+        res: &str,
+        ns: &str,
+        name: &str,
+        value: Option<Value>,
+        supersedable: bool,
     ) -> (Arc<Obj>, oneshot::Receiver<Result<(), String>>) {
         let key = (ns.to_owned(), name.to_owned());
         let prev = self.tables.get(res).and_then(|t| t.get(&key)).cloned();
@@ -415,8 +459,12 @@ impl State {
             rv,
             key: storage_key(res, ns, name),
             value: (typ != EventType::Deleted).then(|| obj.bytes.clone()),
+            supersedable,
         };
-        self.storage.append(record, Some(tx));
+        match &mut self.group {
+            Some(group) => group.push((record, Some(tx))),
+            None => self.storage.append_group(vec![(record, Some(tx))]),
+        }
         (obj, rx)
     }
 

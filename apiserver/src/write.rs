@@ -354,8 +354,7 @@ pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult
     if req.res.group == "apiextensions.k8s.io" {
         register_crd(st, &obj);
     }
-    admitted.commit(st, req, &mut obj);
-    let (o, ack) = st.write(&req.res.key(), req.ns, &name, Some(obj));
+    let (o, ack) = admitted.store(st, req, &name, Some(obj));
     if req.res.group.is_empty() && req.res.plural == "namespaces" {
         crate::system::ensure_default_service_account(st, &name);
     }
@@ -564,13 +563,7 @@ pub(crate) fn commit_update(
         }
         register_crd(st, &new);
     }
-    admitted.commit(st, req, &mut new);
-    let (o, ack) = st.write(
-        &req.res.key(),
-        req.ns,
-        &name,
-        if gone { None } else { Some(new) },
-    );
+    let (o, ack) = admitted.store(st, req, &name, (!gone).then_some(new));
     Ok(Written {
         obj: o,
         ack: Some(ack),

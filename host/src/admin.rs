@@ -1,5 +1,7 @@
 //! The admin endpoint: `/healthz`, `/readyz` (every informer synced),
-//! `/plugins` (JSON) and `/metrics` (Prometheus text).
+//! `/plugins` (JSON) and `/metrics` (Prometheus text); or a part of it on
+//! an address of its own (`--metrics-bind-address`,
+//! `--health-probe-bind-address`), as controller-runtime serves them.
 //!
 //! Metrics are read from the host's counters at scrape time into a fresh
 //! registry, so nothing is kept twice.
@@ -29,11 +31,49 @@ use crate::host::Host;
 
 type Labels = Vec<(String, String)>;
 
+/// Which paths one listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoints {
+    /// Everything: the `--admin` endpoint.
+    All,
+    /// `/metrics` only.
+    Metrics,
+    /// `/healthz`, `/livez` and `/readyz` only.
+    Probes,
+}
+
+impl Endpoints {
+    fn paths(self) -> &'static str {
+        match self {
+            Endpoints::All => "/healthz, /livez, /readyz, /plugins and /metrics",
+            Endpoints::Metrics => "/metrics",
+            Endpoints::Probes => "/healthz, /livez and /readyz",
+        }
+    }
+
+    fn serves(self, path: &str) -> bool {
+        match self {
+            Endpoints::All => true,
+            Endpoints::Metrics => path == "/metrics",
+            Endpoints::Probes => matches!(path, "/healthz" | "/livez" | "/readyz"),
+        }
+    }
+}
+
 /// Serves the admin endpoint until the task is dropped; returns the bound
 /// address once listening.
 pub async fn serve(
     addr: SocketAddr,
     host: Arc<Host>,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    serve_endpoints(addr, host, Endpoints::All).await
+}
+
+/// Serves some of the admin endpoint's paths, as [`serve`] does.
+pub async fn serve_endpoints(
+    addr: SocketAddr,
+    host: Arc<Host>,
+    endpoints: Endpoints,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
@@ -44,7 +84,20 @@ pub async fn serve(
             };
             let host = host.clone();
             tokio::spawn(async move {
-                let service = service_fn(move |req| handle(host.clone(), req));
+                let service = service_fn(move |req: Request<Incoming>| {
+                    let host = host.clone();
+                    async move {
+                        if endpoints.serves(req.uri().path()) {
+                            handle(host, req).await
+                        } else {
+                            Ok(reply(
+                                StatusCode::NOT_FOUND,
+                                "text/plain; charset=utf-8",
+                                format!("not found: this address serves {}\n", endpoints.paths()),
+                            ))
+                        }
+                    }
+                });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
@@ -200,9 +253,9 @@ pub async fn metrics(host: &Host) -> String {
         busy.get_or_create(&l).inc_by(stats.busy_micros);
         blocking.get_or_create(&l).inc_by(stats.blocking_calls);
         for (state, n) in [
-            ("ready", depth.0),
-            ("delayed", depth.1),
-            ("in_flight", depth.2),
+            ("ready", depth.ready),
+            ("delayed", depth.delayed),
+            ("in_flight", depth.in_flight),
         ] {
             queue
                 .get_or_create(&vec![
@@ -217,6 +270,8 @@ pub async fn metrics(host: &Host) -> String {
     }
     r.register_collector(Box::new(queue_wait));
     r.register_collector(Box::new(reconcile_time));
+    // The names Kubernetes dashboards know, beside windlass's own.
+    r.register_collector(Box::new(crate::conventions::Conventional::of(host).await));
     for row in host.status().await.into_iter().filter(|r| r.name.is_none()) {
         loaded
             .get_or_create(&vec![("file".to_owned(), row.file)])

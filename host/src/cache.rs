@@ -3,9 +3,10 @@
 //! that text its header fields are, indexed by namespace, controller owner
 //! uid and labels.
 //!
-//! One writer (the informer) applies list and watch results with plain
-//! synchronous functions that report what changed; any number of cheap
-//! [`Cache`] clones read. Keeping text rather than `serde_json::Value` trees
+//! One writer (the informer's task, through the only `CacheWriter`)
+//! applies list and watch results with plain synchronous functions that
+//! report what changed; any number of cheap, read-only [`Cache`] clones
+//! read. Keeping text rather than `serde_json::Value` trees
 //! costs about a ninth of the memory, and a plugin needs the text anyway.
 //!
 //! Memory: each object lives in a slot of the store, and every index holds
@@ -16,7 +17,6 @@
 //! [`Store::bytes`] counts every allocation this takes.
 
 mod index;
-mod object;
 
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
@@ -26,76 +26,7 @@ use std::sync::{Arc, RwLock};
 use windlass_selector::LabelSelector;
 
 use self::index::{Ids, Ordered, allocation, table_bytes};
-pub use self::object::{CachedObject, Controller, Labels, MalformedObject};
-
-/// An object's place in its kind: namespace (none when cluster-scoped), name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectKey {
-    pub namespace: Option<Arc<str>>,
-    pub name: Arc<str>,
-}
-
-impl ObjectKey {
-    pub fn new(namespace: Option<&str>, name: &str) -> Self {
-        Self {
-            namespace: namespace.filter(|ns| !ns.is_empty()).map(Into::into),
-            name: name.into(),
-        }
-    }
-
-    /// The key as borrowed strings.
-    pub fn as_ref(&self) -> KeyRef<'_> {
-        KeyRef {
-            namespace: self.namespace.as_deref(),
-            name: &self.name,
-        }
-    }
-}
-
-impl std::fmt::Display for ObjectKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.as_ref().fmt(f)
-    }
-}
-
-/// An object's key, borrowed from the object (or an [`ObjectKey`]); orders
-/// as [`ObjectKey`] does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KeyRef<'a> {
-    pub namespace: Option<&'a str>,
-    pub name: &'a str,
-}
-
-impl std::fmt::Display for KeyRef<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.namespace {
-            Some(ns) => write!(f, "{ns}/{}", self.name),
-            None => f.write_str(self.name),
-        }
-    }
-}
-
-impl<'a> KeyRef<'a> {
-    /// As [`ObjectKey::new`]: an empty namespace is none.
-    pub fn new(namespace: Option<&'a str>, name: &'a str) -> Self {
-        Self {
-            namespace: namespace.filter(|ns| !ns.is_empty()),
-            name,
-        }
-    }
-}
-
-impl<'a> From<&'a ObjectKey> for KeyRef<'a> {
-    fn from(key: &'a ObjectKey) -> Self {
-        key.as_ref()
-    }
-}
-
-impl From<KeyRef<'_>> for ObjectKey {
-    fn from(key: KeyRef<'_>) -> Self {
-        ObjectKey::new(key.namespace, key.name)
-    }
-}
+pub use crate::model::{CachedObject, Controller, KeyRef, Labels, MalformedObject, ObjectKey};
 
 /// What applying something to the store changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -518,26 +449,44 @@ fn drop_id(index: &mut HashIndex, bytes: &mut usize, hash: u64, id: u32) {
     }
 }
 
-/// A shared handle on one informer's store: cheap to clone, read by plugins
-/// and request building, written only by its informer.
-#[derive(Debug, Clone, Default)]
+/// The one handle that changes a store, as kube-runtime's `reflector::store::Writer`:
+/// owned by its informer's task and never cloned, so "one writer" is a
+/// fact of the types rather than a comment. It hands out [`Cache`]s.
+#[derive(Debug, Default)]
+pub(crate) struct CacheWriter {
+    store: Arc<RwLock<Store>>,
+}
+
+impl CacheWriter {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// A read-only handle on the store.
+    pub(crate) fn reader(&self) -> Cache {
+        Cache {
+            store: self.store.clone(),
+        }
+    }
+
+    /// Changes the store.
+    pub(crate) fn write<R>(&mut self, f: impl FnOnce(&mut Store) -> R) -> R {
+        f(&mut self.store.write().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// A read-only handle on one informer's store: cheap to clone, read by
+/// plugins and request building; only its informer's `CacheWriter`
+/// changes the store.
+#[derive(Debug, Clone)]
 pub struct Cache {
     store: Arc<RwLock<Store>>,
 }
 
 impl Cache {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// Reads the store.
     pub fn read<R>(&self, f: impl FnOnce(&Store) -> R) -> R {
         f(&self.store.read().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// Changes the store (the informer's side).
-    pub fn write<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
-        f(&mut self.store.write().unwrap_or_else(|e| e.into_inner()))
     }
 }
 

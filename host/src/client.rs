@@ -1,9 +1,12 @@
 //! The host's HTTP face to a Kubernetes API server: `kube` supplies the
 //! configuration and the authenticated transport; every request and every
 //! answer is shaped here, so status codes and `Status` bodies reach the
-//! informers and the writer intact.
+//! informers and the writer intact. It also counts the requests by method
+//! and answer, as client-go's `rest_client_requests_total` does.
 
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -104,6 +107,45 @@ async fn collect(response: http::Response<Body>) -> Result<Vec<u8>, kube::Error>
 #[derive(Clone)]
 pub struct ApiClient {
     client: kube::Client,
+    requests: Arc<RequestCounts>,
+}
+
+/// Requests made through one client (and its clones), by method and by
+/// answer: the HTTP code, or `<error>` when none came (as client-go labels
+/// `rest_client_requests_total`).
+#[derive(Debug, Default)]
+pub struct RequestCounts {
+    /// The API server's `host:port`.
+    host: String,
+    counts: Mutex<BTreeMap<(String, String), u64>>,
+}
+
+impl RequestCounts {
+    fn count(&self, code: Option<StatusCode>, method: &Method) {
+        let code = code.map_or_else(|| "<error>".to_owned(), |c| c.as_u16().to_string());
+        *self
+            .counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry((code, method.as_str().to_owned()))
+            .or_default() += 1;
+    }
+
+    /// The API server's `host:port` (empty when the client was made from
+    /// a kube client, whose URL is not known here).
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// `(code, method, requests)`, in order.
+    pub fn snapshot(&self) -> Vec<(String, String, u64)> {
+        self.counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|((code, method), n)| (code.clone(), method.clone(), *n))
+            .collect()
+    }
 }
 
 impl std::fmt::Debug for ApiClient {
@@ -116,30 +158,63 @@ impl ApiClient {
     /// From a kubeconfig file, or else the usual places: `KUBECONFIG`,
     /// `~/.kube/config`, then the in-cluster service account.
     pub async fn from_kubeconfig(path: Option<&Path>) -> anyhow::Result<Self> {
-        let config = match path {
-            Some(path) => {
-                let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
-                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
-            }
-            None => kube::Config::infer().await?,
+        Self::from_kubeconfig_context(path, None).await
+    }
+
+    /// As [`ApiClient::from_kubeconfig`], with the kubeconfig's `context`
+    /// instead of its current one (as kubectl's `--context`).
+    pub async fn from_kubeconfig_context(
+        path: Option<&Path>,
+        context: Option<&str>,
+    ) -> anyhow::Result<Self> {
+        let options = kube::config::KubeConfigOptions {
+            context: context.map(str::to_owned),
+            ..Default::default()
         };
-        Ok(Self {
-            client: kube::Client::try_from(config)?,
-        })
+        let config = match (path, context) {
+            (Some(path), _) => {
+                let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?
+            }
+            (None, Some(_)) => kube::Config::from_kubeconfig(&options).await?,
+            (None, None) => kube::Config::infer().await?,
+        };
+        Self::from_config(config)
     }
 
     /// From kubeconfig text (e.g. the embedded server's).
     pub async fn from_kubeconfig_yaml(yaml: &str) -> anyhow::Result<Self> {
         let kubeconfig = kube::config::Kubeconfig::from_yaml(yaml)?;
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+        Self::from_config(config)
+    }
+
+    fn from_config(config: kube::Config) -> anyhow::Result<Self> {
+        let host = config
+            .cluster_url
+            .authority()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
         Ok(Self {
             client: kube::Client::try_from(config)?,
+            requests: Arc::new(RequestCounts {
+                host,
+                ..RequestCounts::default()
+            }),
         })
     }
 
     /// Wraps an existing kube client.
     pub fn new(client: kube::Client) -> Self {
-        Self { client }
+        Self {
+            client,
+            requests: Arc::default(),
+        }
+    }
+
+    /// The requests made so far through this client and its clones.
+    pub fn requests(&self) -> &RequestCounts {
+        &self.requests
     }
 
     async fn send(
@@ -161,10 +236,10 @@ impl ApiClient {
         let request = request
             .body(Body::from(body))
             .map_err(|e| ApiError::transport(&method, path, e))?;
-        self.client
-            .send(request)
-            .await
-            .map_err(|e| ApiError::transport(&method, path, e))
+        let sent = self.client.send(request).await;
+        self.requests
+            .count(sent.as_ref().ok().map(|r| r.status()), &method);
+        sent.map_err(|e| ApiError::transport(&method, path, e))
     }
 
     /// One request with a JSON answer; non-2xx answers become [`ApiError`].

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use serde::Deserialize;
 
 use crate::client::{ApiClient, ApiError};
-use crate::contract::KindRef;
+use crate::model::KindRef;
 
 /// One REST resource: where a kind's objects live and what they support.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -35,7 +35,7 @@ const fn bounds() -> [u64; 81] {
 }
 
 /// Bucket bounds exported to Prometheus, seconds: 1-2.5-5 per decade from
-/// 10 µs to 100 s. Each is one of [`BOUNDS`].
+/// 10 µs to 100 s. Each is one of `BOUNDS`.
 pub const EXPORTED_BOUNDS: [f64; 22] = [
     0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025,
     0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0,

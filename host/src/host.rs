@@ -10,7 +10,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::client::ApiClient;
-use crate::controller::{Controller, StatsSnapshot};
+use crate::controller::{Controller, QueueDepth, StatsSnapshot};
 use crate::discovery::{Discovery, DiscoveryError};
 use crate::informer::InformerConfig;
 use crate::informers::Informers;
@@ -59,6 +59,16 @@ pub struct PluginStatus {
     pub error: Option<String>,
 }
 
+/// One running plugin's numbers, for the metrics Kubernetes dashboards
+/// know (see `conventions.rs`).
+#[derive(Debug, Clone)]
+pub struct ControllerMetrics {
+    pub name: String,
+    pub max_concurrency: u32,
+    pub stats: StatsSnapshot,
+    pub queue: crate::queue::QueueMetrics,
+}
+
 /// A loaded plugin: running, or waiting for the API server to serve its
 /// kinds (a CustomResourceDefinition not installed yet, or the server not
 /// reachable), which is retried until it works.
@@ -95,6 +105,10 @@ const WAIT_RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from
 
 /// The running host.
 pub struct Host {
+    client: ApiClient,
+    /// With leader election: the Lease's name, and whether this replica
+    /// holds it.
+    leadership: Mutex<Option<(String, bool)>>,
     runtime: Runtime,
     informers: Arc<Informers>,
     writer: Arc<Writer>,
@@ -120,6 +134,8 @@ impl Host {
     pub fn new(client: ApiClient, config: HostConfig) -> anyhow::Result<Self> {
         let discovery = Arc::new(Discovery::new(client.clone()));
         Ok(Self {
+            client: client.clone(),
+            leadership: Mutex::new(None),
             runtime: Runtime::new(config.runtime)?,
             informers: Arc::new(Informers::new(
                 client.clone(),
@@ -134,6 +150,26 @@ impl Host {
             errors: Mutex::new(BTreeMap::new()),
             origins: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    /// The client every informer and write goes through.
+    pub fn client(&self) -> &ApiClient {
+        &self.client
+    }
+
+    /// Records whether this replica holds the leader-election Lease `lease`.
+    pub fn set_leadership(&self, lease: &str, leading: bool) {
+        *self.leadership.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((lease.to_owned(), leading));
+    }
+
+    /// The Lease and whether this replica holds it; `None` without leader
+    /// election.
+    pub fn leadership(&self) -> Option<(String, bool)> {
+        self.leadership
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn runtime(&self) -> &Runtime {
@@ -509,11 +545,27 @@ impl Host {
             .all(|(_, slot)| matches!(slot, Slot::Running(c) if c.is_synced()))
     }
 
+    /// The numbers of every running controller.
+    pub async fn controller_metrics(&self) -> Vec<ControllerMetrics> {
+        self.controllers
+            .lock()
+            .await
+            .iter()
+            .filter_map(|(name, (_, slot))| match slot {
+                Slot::Running(c) => Some(ControllerMetrics {
+                    name: name.clone(),
+                    max_concurrency: c.manifest().max_concurrency,
+                    stats: c.stats(),
+                    queue: c.queue_metrics(),
+                }),
+                Slot::Waiting { .. } => None,
+            })
+            .collect()
+    }
+
     /// Counters and queue depth (ready, delayed, in flight) of every
     /// running controller, with its plugin name and file.
-    pub async fn controller_stats(
-        &self,
-    ) -> Vec<(String, String, StatsSnapshot, (usize, usize, usize))> {
+    pub async fn controller_stats(&self) -> Vec<(String, String, StatsSnapshot, QueueDepth)> {
         self.controllers
             .lock()
             .await
@@ -522,7 +574,7 @@ impl Host {
                 Slot::Running(c) => Some((
                     name.clone(),
                     path.display().to_string(),
-                    c.stats().snapshot(),
+                    c.stats(),
                     c.queue_depth(),
                 )),
                 Slot::Waiting { .. } => None,
@@ -547,8 +599,8 @@ impl Host {
             };
             match slot {
                 Slot::Running(controller) => {
-                    let (ready, delayed, in_flight) = controller.queue_depth();
-                    let stats = controller.stats().snapshot();
+                    let depth = controller.queue_depth();
+                    let stats = controller.stats();
                     row.synced = controller.is_synced();
                     if !row.synced {
                         let problems = controller.sync_problems();
@@ -557,7 +609,7 @@ impl Host {
                         }
                     }
                     (row.queue_ready, row.queue_delayed, row.in_flight) =
-                        (ready, delayed, in_flight);
+                        (depth.ready, depth.delayed, depth.in_flight);
                     (row.reconciles_total, row.failures_total) = (stats.reconciles, stats.failures);
                 }
                 Slot::Waiting { reason, .. } => {

@@ -18,9 +18,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
-use crate::cache::ObjectKey;
 use crate::contract::IndexEntry;
-use crate::model::IndexReader;
+use crate::model::{IndexReader, ObjectKey};
 
 /// One object as filed.
 #[derive(Debug, Clone)]

@@ -8,13 +8,12 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::Semaphore;
 use windlass_selector::LabelSelector;
 
-use crate::cache::KeyRef;
 use crate::client::ApiClient;
-use crate::contract::{KindRef, ObjectRef, Watch};
+use crate::contract::Watch;
 use crate::discovery::{Discovery, DiscoveryError};
 use crate::index::SharedIndex;
 use crate::informer::{Informer, InformerConfig, InformerSpec};
-use crate::model::{CacheReader, IndexReader};
+use crate::model::{CacheReader, IndexReader, KeyRef, KindRef, ObjectRef};
 
 /// Starts informers on demand and shares them.
 pub struct Informers {

@@ -1,216 +1,34 @@
-//! The `windlass` command line: parses arguments, sets up logging, runs one command.
+//! The `windlass` command line: parses arguments (`args.rs`), sets up
+//! logging, runs one command.
 
-use std::path::PathBuf;
+mod args;
+
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, bail};
-use clap::{Args, Parser, Subcommand};
+use args::{ApiserverArgs, BindAddr, Cli, Command, LogFormat, PluginCommand, RbacArgs, RunArgs};
+use clap::{CommandFactory, Parser};
 use windlass::offline::{StaticCache, request_for};
-use windlass::runtime::{Runtime, RuntimeConfig};
-
-#[derive(Parser)]
-#[command(
-    name = "windlass",
-    version,
-    about = "A Kubernetes controller host for WebAssembly plugins"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Work with one plugin file, offline.
-    #[command(subcommand)]
-    Plugin(PluginCommand),
-    /// Serve the embedded Kubernetes-compatible API server.
-    Apiserver(ApiserverArgs),
-    /// Run the host: load the plugins and reconcile against an API server.
-    Run(RunArgs),
-    /// List the plugins a running host has loaded (from its admin endpoint).
-    Plugins {
-        /// The host's --admin address.
-        #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR")]
-        admin: std::net::SocketAddr,
-    },
-}
-
-#[derive(Args)]
-struct RunArgs {
-    /// Directory of plugin components (`*.wasm`).
-    #[arg(long, default_value = "plugins", value_name = "DIR")]
-    plugins: PathBuf,
-    /// Kubeconfig of the cluster (default: KUBECONFIG, ~/.kube/config, or in-cluster).
-    #[arg(long, value_name = "FILE", conflicts_with = "embedded")]
-    kubeconfig: Option<PathBuf>,
-    /// Start the embedded API server in this process and use it.
-    #[arg(long)]
-    embedded: bool,
-    /// With --embedded: keep its state durably in this directory.
-    #[arg(long, value_name = "DIR", requires = "embedded")]
-    data: Option<PathBuf>,
-    /// With --embedded and --data: what an acknowledged write survives.
-    /// `process`: a crash or `kill -9` of this process. `power-loss`: also an
-    /// OS crash or power loss (an fsync per group commit; slower).
-    #[arg(
-        long,
-        default_value = "process",
-        value_name = "MODE",
-        requires = "embedded"
-    )]
-    durability: windlass_apiserver::Durability,
-    /// With --embedded: the address it listens on (port 0 picks a free one).
-    #[arg(
-        long,
-        default_value = "127.0.0.1:6443",
-        value_name = "ADDR",
-        requires = "embedded"
-    )]
-    listen: std::net::SocketAddr,
-    /// With --embedded: write a kubeconfig for it here, for kubectl.
-    #[arg(long, value_name = "FILE", requires = "embedded")]
-    write_kubeconfig: Option<PathBuf>,
-    /// Serve /metrics, /healthz, /readyz and /plugins here: `HOST:PORT`,
-    /// or a bare `PORT` (or `:PORT`), which binds loopback only.
-    #[arg(long, value_name = "ADDR", value_parser = admin_addr)]
-    admin: Option<std::net::SocketAddr>,
-    /// Seconds in-flight reconciles get to finish at shutdown.
-    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
-    grace: u64,
-    /// Run several replicas: only the holder of a coordination.k8s.io Lease
-    /// reconciles; the others stand by and take over when it goes.
-    #[arg(long)]
-    leader_elect: bool,
-    /// With --leader-elect: the Lease's namespace (default: this pod's
-    /// namespace in a cluster, else `default`).
-    #[arg(long, value_name = "NAMESPACE", requires = "leader_elect")]
-    leader_elect_namespace: Option<String>,
-    /// With --leader-elect: the Lease's name; replicas sharing it elect one leader.
-    #[arg(
-        long,
-        default_value = "windlass",
-        value_name = "NAME",
-        requires = "leader_elect"
-    )]
-    leader_elect_name: String,
-    #[command(flatten)]
-    limits: Limits,
-}
-
-impl RunArgs {
-    fn lease(&self) -> windlass::leader::LeaseConfig {
-        let namespace = self.leader_elect_namespace.clone().unwrap_or_else(|| {
-            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-                .ok()
-                .map(|ns| ns.trim().to_owned())
-                .filter(|ns| !ns.is_empty())
-                .unwrap_or_else(|| "default".to_owned())
-        });
-        windlass::leader::LeaseConfig::new(
-            &namespace,
-            &self.leader_elect_name,
-            &windlass::leader::default_identity(),
-        )
-    }
-}
-
-#[derive(Args)]
-struct ApiserverArgs {
-    /// Address to listen on; port 0 picks a free one. Non-loopback addresses
-    /// are served over HTTPS (a self-signed CA, written to the kubeconfig)
-    /// and require a bearer token (generated, and written to the kubeconfig).
-    #[arg(long, default_value = "127.0.0.1:6443", value_name = "ADDR")]
-    listen: std::net::SocketAddr,
-    /// Keep state durably in this directory (SQLite).
-    #[arg(long, value_name = "DIR", conflicts_with = "in_memory")]
-    data: Option<PathBuf>,
-    /// With --data: what an acknowledged write survives. `process`: a crash
-    /// or `kill -9` of the server. `power-loss`: also an OS crash or power
-    /// loss (an fsync per group commit; slower).
-    #[arg(
-        long,
-        default_value = "process",
-        value_name = "MODE",
-        conflicts_with = "in_memory"
-    )]
-    durability: windlass_apiserver::Durability,
-    /// Keep state in memory only.
-    #[arg(long)]
-    in_memory: bool,
-    /// Write a kubeconfig for this server here (with the real port).
-    #[arg(long, value_name = "FILE")]
-    write_kubeconfig: Option<PathBuf>,
-}
-
-#[derive(Subcommand)]
-enum PluginCommand {
-    /// Print a plugin's manifest as JSON.
-    Inspect {
-        /// The plugin component (`.wasm`).
-        file: PathBuf,
-        #[command(flatten)]
-        limits: Limits,
-    },
-    /// Run one reconcile offline and print the outcome as JSON.
-    Reconcile {
-        /// The plugin component (`.wasm`).
-        file: PathBuf,
-        /// The primary object (YAML or JSON).
-        #[arg(long, value_name = "FILE")]
-        object: PathBuf,
-        /// Owned children to pass in the request (YAML or JSON; repeatable).
-        #[arg(long, value_name = "FILE")]
-        owned: Vec<PathBuf>,
-        /// More objects the plugin may read through its cache (repeatable).
-        #[arg(long, value_name = "FILE")]
-        cache: Vec<PathBuf>,
-        /// Call `finalize` instead of `reconcile`.
-        #[arg(long)]
-        finalize: bool,
-        #[command(flatten)]
-        limits: Limits,
-    },
-}
-
-#[derive(Args)]
-struct Limits {
-    /// Deadline of one plugin call, in milliseconds.
-    #[arg(long, default_value_t = 1000, value_name = "MS")]
-    timeout_ms: u64,
-    /// Memory one plugin call may use, in MiB.
-    #[arg(long, default_value_t = 64, value_name = "MIB")]
-    memory_mib: usize,
-}
-
-impl Limits {
-    fn runtime_config(&self) -> RuntimeConfig {
-        RuntimeConfig {
-            call_timeout: Duration::from_millis(self.timeout_ms),
-            memory_limit: self.memory_mib << 20,
-            ..RuntimeConfig::default()
-        }
-    }
-
-    fn runtime(&self) -> anyhow::Result<Runtime> {
-        Runtime::new(RuntimeConfig {
-            max_instances: 4,
-            ..self.runtime_config()
-        })
-    }
-}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Text => logs.init(),
+        // One JSON object a line: the event's fields at the top level, and
+        // the spans it is in (a reconcile's plugin and key) under `spans`.
+        LogFormat::Json => logs
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(true)
+            .init(),
+    }
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -224,7 +42,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => {
             let runtime = tokio::runtime::Runtime::new()?;
-            runtime.block_on(run_host(args))?;
+            runtime.block_on(run_host(*args))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "windlass",
+                &mut std::io::stdout(),
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Plugins { admin } => {
@@ -243,6 +70,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plugin(PluginCommand::Inspect { file, limits }) => {
             let plugin = limits.runtime()?.load_file(&file)?;
             println!("{}", serde_json::to_string_pretty(plugin.manifest())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plugin(PluginCommand::New {
+            name,
+            dir,
+            sdk_path,
+        }) => {
+            let sdk = match sdk_path {
+                Some(p) => windlass::scaffold::SdkSource::Path(std::path::absolute(p)?),
+                None => windlass::scaffold::SdkSource::release(),
+            };
+            let dir = dir.unwrap_or_else(|| std::path::PathBuf::from(&name));
+            windlass::scaffold::create(&dir, &name, &sdk)?;
+            eprintln!(
+                "created {}: cd there, then `cargo test` and `cargo build --target wasm32-wasip2 --release`",
+                dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plugin(PluginCommand::Rbac(args)) => {
+            print!("{}", plugin_rbac(args)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Plugin(PluginCommand::Reconcile {
@@ -300,6 +148,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 async fn run_host(args: RunArgs) -> anyhow::Result<()> {
+    // Settings are checked before anything starts.
+    let lease = args.leader_elect.then(|| args.lease()).transpose()?;
     let mut embedded = None;
     let client = if args.embedded {
         let server = start_server(
@@ -314,15 +164,24 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
         embedded = Some(server);
         client
     } else {
-        windlass::client::ApiClient::from_kubeconfig(args.kubeconfig.as_deref())
-            .await
-            .context("no usable kubeconfig (use --kubeconfig FILE, KUBECONFIG, or --embedded)")?
+        windlass::client::ApiClient::from_kubeconfig_context(
+            args.kubeconfig.as_deref(),
+            args.context.as_deref(),
+        )
+        .await
+        .context("no usable kubeconfig (use --kubeconfig FILE, KUBECONFIG, or --embedded)")?
     };
     let host = std::sync::Arc::new(windlass::host::Host::new(
         client.clone(),
         windlass::host::HostConfig {
-            runtime: args.limits.runtime_config(),
-            grace: Duration::from_secs(args.grace),
+            runtime: windlass::runtime::RuntimeConfig {
+                artifact_dir: args
+                    .cache_dir
+                    .clone()
+                    .or(args.limits.runtime_config().artifact_dir),
+                ..args.limits.runtime_config()
+            },
+            grace: args.grace,
             ..Default::default()
         },
     )?);
@@ -336,16 +195,38 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let mut _listeners = Vec::new();
+    for (flag, addr, endpoints) in [
+        (
+            "--metrics-bind-address",
+            args.metrics_bind_address,
+            windlass::admin::Endpoints::Metrics,
+        ),
+        (
+            "--health-probe-bind-address",
+            args.health_probe_bind_address,
+            windlass::admin::Endpoints::Probes,
+        ),
+    ] {
+        let Some(BindAddr(Some(addr))) = addr else {
+            continue;
+        };
+        let (bound, task) = windlass::admin::serve_endpoints(addr, host.clone(), endpoints)
+            .await
+            .with_context(|| format!("cannot serve {flag} {addr}"))?;
+        tracing::info!(addr = %bound, "{flag}: serving {endpoints:?}");
+        _listeners.push(task);
+    }
     let shutdown = windlass::shutdown::signal();
     tokio::pin!(shutdown);
-    let mut elector = args
-        .leader_elect
-        .then(|| windlass::leader::Elector::new(client.clone(), args.lease()));
+    let mut elector = lease.map(|lease| windlass::leader::Elector::new(client.clone(), lease));
     if let Some(elector) = &mut elector {
         let lease = elector.config();
+        let lease_name = lease.name.clone();
+        host.set_leadership(&lease_name, false);
         tracing::info!(lease = %format!("{}/{}", lease.namespace, lease.name), identity = %lease.identity, "waiting to become the leader");
         tokio::select! {
-            () = elector.acquire() => {}
+            () = elector.acquire() => host.set_leadership(&lease_name, true),
             () = &mut shutdown => {
                 tracing::info!("shutting down before becoming the leader");
                 stop_embedded(embedded).await;
@@ -385,6 +266,7 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
         // reconciling now, abandoning what is in flight, as
         // kube-controller-manager exits at once.
         tracing::error!(%lost, "lost leadership: stopping every reconcile now");
+        host.set_leadership(&args.leader_elect_name, false);
         host.abandon().await;
         stop_embedded(embedded).await;
         bail!("lost leadership: {lost}");
@@ -393,9 +275,67 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
     host.shutdown().await;
     if let Some(elector) = &mut elector {
         elector.release().await;
+        host.set_leadership(&elector.config().name, false);
     }
     stop_embedded(embedded).await;
     Ok(())
+}
+
+/// `windlass plugin rbac`: the plugins' manifests, resolved offline or
+/// through `--kubeconfig`, as RBAC YAML.
+fn plugin_rbac(args: RbacArgs) -> anyhow::Result<String> {
+    use windlass::rbac;
+    let runtime = args.limits.runtime()?;
+    let mut manifests = Vec::new();
+    for file in &args.files {
+        manifests.extend(manifests_of(&runtime, file)?);
+    }
+    let (found, hint) = match &args.kubeconfig {
+        Some(path) => tokio::runtime::Runtime::new()?.block_on(async {
+            let client = windlass::client::ApiClient::from_kubeconfig_context(
+                Some(path),
+                args.context.as_deref(),
+            )
+            .await?;
+            anyhow::Ok((rbac::discover(client, &manifests).await?, rbac::SERVER_HINT))
+        })?,
+        None => (Default::default(), rbac::OFFLINE_HINT),
+    };
+    let lookup =
+        |k: &windlass::contract::KindRef| rbac::builtin(k).or_else(|| found.get(k).cloned());
+    let rules = rbac::rules(&manifests, &lookup, hint)?;
+    let mut binding = rbac::Binding::for_plugins(&manifests);
+    binding.namespace = args.namespace;
+    binding.service_account = args.service_account;
+    binding.name = args.name.unwrap_or(binding.name);
+    Ok(rbac::render(&manifests, &rules, &binding))
+}
+
+/// The manifests a plugin file runs under: its own, or, with a
+/// `NAME.instances.yaml` beside it, each instance's, as the host reshapes
+/// them (the plugin asked with the instance's settings; its name, namespace,
+/// selector and concurrency).
+fn manifests_of(
+    runtime: &windlass::runtime::Runtime,
+    file: &std::path::Path,
+) -> anyhow::Result<Vec<windlass::contract::Manifest>> {
+    use windlass::instances;
+    let base = runtime.load_file(file)?;
+    let sidecar = instances::file_for(file);
+    let text = match std::fs::read_to_string(&sidecar) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(vec![base.manifest().clone()]);
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {}", sidecar.display())),
+    };
+    let named = |e: String| anyhow::anyhow!("{}: {e}", sidecar.display());
+    let mut out = Vec::new();
+    for instance in instances::parse(&text).map_err(named)? {
+        let plugin = base.instance(instance.settings_text().as_deref())?;
+        out.push(instances::reshape(plugin.manifest(), &instance).map_err(named)?);
+    }
+    Ok(out)
 }
 
 async fn stop_embedded(server: Option<windlass_apiserver::RunningServer>) {
@@ -443,19 +383,6 @@ async fn serve_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
     tracing::info!("shutting down");
     server.shutdown().await;
     Ok(())
-}
-
-/// `--admin`: an address as given, or a bare port on loopback (the admin
-/// endpoint tells anyone who can reach it about every plugin, so it is
-/// exposed beyond this machine only when asked for).
-fn admin_addr(value: &str) -> Result<std::net::SocketAddr, String> {
-    let port = value.strip_prefix(':').unwrap_or(value);
-    if let Ok(port) = port.parse::<u16>() {
-        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    value
-        .parse()
-        .map_err(|_| format!("{value:?} is neither HOST:PORT nor a port"))
 }
 
 /// A plain HTTP GET of a local admin endpoint.
@@ -547,21 +474,4 @@ fn single_object(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
         );
     }
     Ok(objects.remove(0))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_bare_admin_port_binds_loopback() {
-        assert_eq!(
-            super::admin_addr("9464").unwrap().to_string(),
-            "127.0.0.1:9464"
-        );
-        assert_eq!(super::admin_addr(":0").unwrap().to_string(), "127.0.0.1:0");
-        assert_eq!(
-            super::admin_addr("0.0.0.0:9464").unwrap().to_string(),
-            "0.0.0.0:9464"
-        );
-        assert!(super::admin_addr("nowhere").is_err());
-    }
 }

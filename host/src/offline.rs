@@ -7,10 +7,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use windlass_selector::LabelSelector;
 
-use crate::cache::ObjectKey;
-use crate::contract::{KindRef, ObjectRef};
 use crate::index::SharedIndex;
-use crate::model::{CacheReader, IndexReader};
+use crate::model::{CacheReader, IndexReader, KindRef, ObjectKey, ObjectRef};
 use crate::runtime::{Plugin, PluginError};
 
 /// Kind, namespace and name.

@@ -11,11 +11,15 @@
 //! - Each waiting key remembers when it was first added (or became due), so
 //!   a worker learns how long it waited (as client-go's queue-duration
 //!   metric: a key added while in flight counts from that add).
+//! - It counts what client-go's queue metrics count ([`QueueMetrics`]):
+//!   adds (a key newly needing work; repeats while it waits are not adds),
+//!   retries (rate-limited re-adds), and how long the keys in flight have
+//!   been processed.
 //!
 //! The bookkeeping is a plain struct ([`QueueState`]) driven with explicit
 //! instants, unit-tested without time; [`WorkQueue`] is the async shell.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -67,7 +71,8 @@ pub struct QueueState<K> {
     /// Keys that need processing (waiting in `ready`, or parked while
     /// processing), with when each was first added.
     dirty: HashMap<K, Instant>,
-    processing: HashSet<K>,
+    /// Keys being processed, with when each was handed out.
+    processing: HashMap<K, Instant>,
     /// Later visits, by due time; `due` holds each key's earliest one.
     delayed: BTreeSet<(Instant, u64, K)>,
     due: HashMap<K, (Instant, u64)>,
@@ -78,6 +83,29 @@ pub struct QueueState<K> {
     tokens: f64,
     bucket_at: Option<Instant>,
     shut_down: bool,
+    adds: u64,
+    retries: u64,
+}
+
+/// A queue's numbers at one moment, as client-go's workqueue metrics have
+/// them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct QueueMetrics {
+    /// Keys ready for a worker (client-go's depth: neither the delayed nor
+    /// the ones in flight).
+    pub ready: usize,
+    /// Keys scheduled for later (requeue-after, backoff).
+    pub delayed: usize,
+    /// Keys being processed.
+    pub in_flight: usize,
+    /// Keys that newly needed work, ever.
+    pub adds: u64,
+    /// Retries scheduled after failures, ever.
+    pub retries: u64,
+    /// Seconds the keys in flight have been processed, together.
+    pub unfinished_seconds: f64,
+    /// Seconds the longest-running key in flight has been processed.
+    pub longest_running_seconds: f64,
 }
 
 impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
@@ -85,7 +113,7 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
         Self {
             ready: VecDeque::new(),
             dirty: HashMap::new(),
-            processing: HashSet::new(),
+            processing: HashMap::new(),
             delayed: BTreeSet::new(),
             due: HashMap::new(),
             seq: 0,
@@ -94,6 +122,8 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
             bucket_at: None,
             limit,
             shut_down: false,
+            adds: 0,
+            retries: 0,
         }
     }
 
@@ -104,7 +134,8 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
             return false;
         }
         self.dirty.insert(key.clone(), now);
-        if self.processing.contains(&key) {
+        self.adds += 1;
+        if self.processing.contains_key(&key) {
             // Parked: `done` queues it again.
             return false;
         }
@@ -135,6 +166,7 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
 
     /// Schedules a retry of `key` after a failure; returns its delay.
     pub fn add_rate_limited(&mut self, key: K, now: Instant) -> Duration {
+        self.retries += 1;
         let failures = self.failures.entry(key.clone()).or_insert(0);
         *failures += 1;
         let per_key = self.limit.backoff(*failures);
@@ -196,7 +228,7 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
         self.promote(now);
         let key = self.ready.pop_front()?;
         let added = self.dirty.remove(&key).unwrap_or(now);
-        self.processing.insert(key.clone());
+        self.processing.insert(key.clone(), now);
         Some((key, added))
     }
 
@@ -221,11 +253,6 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
         self.ready.len()
     }
 
-    /// True when nothing is ready.
-    pub fn is_empty(&self) -> bool {
-        self.ready.is_empty()
-    }
-
     /// Keys scheduled for later.
     pub fn delayed_len(&self) -> usize {
         self.delayed.len()
@@ -234,6 +261,25 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
     /// Keys being processed.
     pub fn in_flight(&self) -> usize {
         self.processing.len()
+    }
+
+    /// The queue's numbers as of `now`.
+    pub fn metrics(&self, now: Instant) -> QueueMetrics {
+        let running = self
+            .processing
+            .values()
+            .map(|started| now.saturating_duration_since(*started).as_secs_f64());
+        let (unfinished, longest) =
+            running.fold((0.0, 0.0_f64), |(sum, max), s| (sum + s, max.max(s)));
+        QueueMetrics {
+            ready: self.ready.len(),
+            delayed: self.delayed.len(),
+            in_flight: self.processing.len(),
+            adds: self.adds,
+            retries: self.retries,
+            unfinished_seconds: unfinished,
+            longest_running_seconds: longest,
+        }
     }
 
     /// Stops handing out keys and accepting new ones.
@@ -350,6 +396,11 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         self.with(|s| (s.len(), s.delayed_len(), s.in_flight()))
     }
 
+    /// The queue's numbers now.
+    pub fn metrics(&self) -> QueueMetrics {
+        self.with(|s| s.metrics(Instant::now()))
+    }
+
     /// Stops handing out keys; workers waiting in `get` return `None`.
     pub fn shut_down(&self) {
         self.with(|s| s.shut_down());
@@ -372,6 +423,8 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
 
     fn state() -> QueueState<&'static str> {
@@ -506,6 +559,35 @@ mod tests {
         // A delayed visit waits from when it was due, not when scheduled.
         q.add_at("a", t0 + ms(30), t0 + ms(20));
         assert_eq!(q.pop(t0 + ms(35)), Some(("a", t0 + ms(30))));
+    }
+
+    #[test]
+    fn metrics_count_adds_retries_and_work_in_flight_as_client_go_does() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut q = state();
+        q.add("a", t0);
+        q.add("a", t0); // already waiting: not an add
+        q.add("b", t0);
+        let m = q.metrics(t0);
+        assert_eq!((m.ready, m.adds, m.in_flight), (2, 2, 0));
+        assert_eq!(q.pop(t0 + s(1)).map(|(k, _)| k), Some("a"));
+        assert_eq!(q.pop(t0 + s(3)).map(|(k, _)| k), Some("b"));
+        q.add("a", t0 + s(3)); // changed while in flight: an add
+        let m = q.metrics(t0 + s(4));
+        assert_eq!((m.ready, m.in_flight, m.adds), (0, 2, 3));
+        // `a` has run 3 s, `b` 1 s.
+        assert_eq!(m.unfinished_seconds, 4.0);
+        assert_eq!(m.longest_running_seconds, 3.0);
+        q.done(&"b");
+        q.add_rate_limited("b", t0 + s(4));
+        let m = q.metrics(t0 + s(4));
+        assert_eq!((m.in_flight, m.delayed, m.retries), (1, 1, 1));
+        assert_eq!(m.unfinished_seconds, 3.0);
+        q.done(&"a"); // parked: ready again
+        let m = q.metrics(t0 + s(4));
+        assert_eq!((m.ready, m.in_flight), (1, 0));
+        assert_eq!(m.longest_running_seconds, 0.0);
     }
 
     #[tokio::test(start_paused = true)]

@@ -225,6 +225,46 @@ async fn the_directory_is_kept_in_step_as_a_whole() {
         "the old plugin stopped"
     );
 
+    // A ConfigMap update with a broken plugin: reported, and the running
+    // version carries on, as with a file replaced in place.
+    std::fs::create_dir(d.join("..2026_11_23_c")).unwrap();
+    std::fs::write(d.join("..2026_11_23_c/plugin.wasm"), b"\0asm garbage").unwrap();
+    symlink("..2026_11_23_c", d.join("..data_tmp")).unwrap();
+    std::fs::rename(d.join("..data_tmp"), d.join("..data")).unwrap();
+    until("the broken swap is reported", async || {
+        host.status()
+            .await
+            .iter()
+            .any(|r| r.file.ends_with("plugin.wasm") && r.error.is_some())
+    })
+    .await;
+    let row = host
+        .status()
+        .await
+        .into_iter()
+        .find(|r| r.file.ends_with("plugin.wasm"))
+        .unwrap();
+    assert_eq!(row.name.as_deref(), Some("test-reads"), "{row:?}");
+    assert!(
+        row.error
+            .as_deref()
+            .is_some_and(|e| e.contains("not a valid WebAssembly component")),
+        "{row:?}"
+    );
+    // Swapped back to a good version: loaded, the error cleared.
+    std::fs::create_dir(d.join("..2026_11_23_d")).unwrap();
+    std::fs::copy(
+        windlass_tests::plugin("test-reads"),
+        d.join("..2026_11_23_d/plugin.wasm"),
+    )
+    .unwrap();
+    symlink("..2026_11_23_d", d.join("..data_tmp")).unwrap();
+    std::fs::rename(d.join("..data_tmp"), d.join("..data")).unwrap();
+    until("the good swap clears the error", async || {
+        named("plugin.wasm").await.as_deref() == Some("test-reads")
+    })
+    .await;
+
     // A rename: the plugin moves, and runs throughout.
     std::fs::copy(windlass_tests::plugin("test-rogue"), d.join("a.wasm")).unwrap();
     until("a.wasm runs", async || named("a.wasm").await.is_some()).await;

@@ -5,6 +5,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+mod image;
+
 const WASM_TARGET: &str = "wasm32-wasip2";
 /// Folders whose crates are built to plugin components.
 const PLUGIN_DIRS: [&str; 2] = ["plugins", "tests/fixtures"];
@@ -16,6 +18,9 @@ commands:
   test [ARGS]     build plugins, then run every test in the workspace (ARGS go to cargo test)
   run [ARGS]      build everything and run windlass with the example plugins (ARGS go to windlass)
   bench           build in release and print the benchmark tables
+  image [--tag T] build the container image (Dockerfile) with buildah: a static
+                  musl binary in an empty image; also written as an OCI archive
+                  to target/image/windlass.oci.tar (for `kind load image-archive`)
   ci              what CI runs: fmt check, clippy -D warnings, then test";
 
 fn main() -> Result<()> {
@@ -27,6 +32,7 @@ fn main() -> Result<()> {
         "test" => test(&rest),
         "run" => run(&rest),
         "bench" => bench(&rest),
+        "image" => image::build(&rest),
         "ci" => ci(),
         "" | "help" | "--help" | "-h" => {
             println!("{USAGE}");
@@ -82,17 +88,22 @@ fn describe(cmd: &Command) -> String {
 
 /// Installs the wasm target through rustup when it is missing.
 fn ensure_wasm_target() -> Result<()> {
+    ensure_target(WASM_TARGET)
+}
+
+/// Installs a compilation target through rustup when it is missing.
+fn ensure_target(target: &str) -> Result<()> {
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
-        .context("rustup is needed to install the wasm32-wasip2 target")?;
+        .with_context(|| format!("rustup is needed to install the {target} target"))?;
     if String::from_utf8_lossy(&installed.stdout)
         .lines()
-        .any(|l| l.trim() == WASM_TARGET)
+        .any(|l| l.trim() == target)
     {
         return Ok(());
     }
-    status(Command::new("rustup").args(["target", "add", WASM_TARGET]))
+    status(Command::new("rustup").args(["target", "add", target]))
 }
 
 /// Every crate under the plugin folders, by package name.

@@ -21,6 +21,8 @@ mod limit_range;
 mod requirements;
 mod resource_quota;
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use windlass_selector::quota::Evaluator;
 use windlass_selector::resources::list_to_json;
@@ -29,8 +31,8 @@ use limit_range::Range;
 use resource_quota::Quota;
 
 use crate::status::{ApiError, ApiResult, Target};
-use crate::store::State;
-use crate::write::Req;
+use crate::store::{Obj, State};
+use crate::write::{AckRx, Req};
 
 /// `(field, message)` validation causes.
 pub(crate) type Causes = Vec<(String, String)>;
@@ -99,7 +101,7 @@ pub(crate) fn validation_errors(group: &str, plural: &str, obj: &Value) -> Cause
 
 /// What an admitted write still has to do when it is stored.
 #[derive(Debug, Default)]
-#[must_use = "an admitted write must be committed, or its quota is not charged"]
+#[must_use = "an admitted write must be stored, or its quota is not charged"]
 pub(crate) struct Admitted {
     /// Quotas with their new `status.used`: the object to store, and how
     /// admission reads it (so the next write need not parse it again).
@@ -178,31 +180,48 @@ pub(crate) fn validate(
 }
 
 impl Admitted {
-    /// Step 5: writes the charged quotas, and gives a quota being written
-    /// its status. Call under the same lock as [`validate`], right before
-    /// the object itself is stored (not for dry runs).
-    pub(crate) fn commit(self, st: &mut State, req: &Req<'_>, obj: &mut Value) {
-        for (quota, parsed) in self.charges {
-            // Not awaited on its own: the object's write comes after it
-            // in the same ordered log, so its acknowledgement covers both.
-            let name = parsed.name.clone();
-            let (stored, _ack) = st.write(QUOTAS, req.ns, &name, Some(quota));
-            stored.prime(parsed);
-        }
-        if self.quota_status {
-            let creating = st.get(QUOTAS, req.ns, crate::object::name(obj)).is_none();
-            let this = obj.clone();
-            resource_quota::set_status(obj, |group, resource, visit| {
-                let key = format!("{group}/{resource}");
-                for o in st.list(&key, Some(req.ns)) {
-                    visit(&o.value);
-                }
-                // A new quota counts itself among the namespace's quotas.
-                if creating && key == QUOTAS {
-                    visit(&this);
-                }
-                true
-            });
-        }
+    /// Step 5: stores the object (`None`: deletes it) with the charged
+    /// quotas, in one storage transaction, and gives a quota being written
+    /// its status. Call under the same lock as [`validate`] (not for dry
+    /// runs).
+    pub(crate) fn store(
+        self,
+        st: &mut State,
+        req: &Req<'_>,
+        name: &str,
+        mut obj: Option<Value>,
+    ) -> (Arc<Obj>, AckRx) {
+        st.write_together(|st| {
+            for (quota, parsed) in self.charges {
+                // Not awaited on its own: it commits with the object, so
+                // the object's acknowledgement covers both.
+                let name = parsed.name.clone();
+                let (stored, _ack) = st.write_supersedable(QUOTAS, req.ns, &name, quota);
+                stored.prime(parsed);
+            }
+            if self.quota_status
+                && let Some(obj) = &mut obj
+            {
+                set_quota_status(st, req, obj);
+            }
+            st.write(&req.res.key(), req.ns, name, obj)
+        })
     }
+}
+
+/// A quota being written gets the status the quota controller would give it.
+fn set_quota_status(st: &State, req: &Req<'_>, obj: &mut Value) {
+    let creating = st.get(QUOTAS, req.ns, crate::object::name(obj)).is_none();
+    let this = obj.clone();
+    resource_quota::set_status(obj, |group, resource, visit| {
+        let key = format!("{group}/{resource}");
+        for o in st.list(&key, Some(req.ns)) {
+            visit(&o.value);
+        }
+        // A new quota counts itself among the namespace's quotas.
+        if creating && key == QUOTAS {
+            visit(&this);
+        }
+        true
+    });
 }

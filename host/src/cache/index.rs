@@ -6,16 +6,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-/// Bytes the allocator hands out for a request of `size` bytes, as glibc's
-/// malloc does on 64-bit targets: an 8-byte header, then rounded up to 16
-/// bytes, at least 32. An estimate elsewhere, but a close one.
-pub(super) fn allocation(size: usize) -> usize {
-    if size == 0 {
-        0
-    } else {
-        (size + 8).next_multiple_of(16).max(32)
-    }
-}
+pub(super) use crate::model::allocation;
 
 /// Heap bytes of a `HashMap`'s table: a slot per bucket plus a control byte
 /// per bucket (and a group's worth more), for hashbrown's bucket count at

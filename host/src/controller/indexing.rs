@@ -12,12 +12,12 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::{Shared, call_plugin_fn};
-use crate::cache::{CachedObject, Change, ObjectKey};
-use crate::contract::{IndexEntry, KindRef, ObjectRef, Outcome, SubresourceCreate, Write};
+use super::Shared;
+use crate::cache::Change;
+use crate::contract::{IndexEntry, Outcome, SubresourceCreate, Write};
 use crate::index::SharedIndex;
 use crate::informer::Informer;
-use crate::model::CacheReader;
+use crate::model::{CacheReader, CachedObject, KindRef, ObjectKey, ObjectRef};
 use crate::writer::Assume;
 
 /// One indexed watch of a plugin.
@@ -53,7 +53,7 @@ pub(super) async fn follow(
         let changed = match &change {
             Change::Added(o) | Change::Modified { new: o, .. } => file(&shared, watch, o).await,
             Change::Deleted(o) => {
-                let key = ObjectKey::new(o.namespace(), o.name());
+                let key = ObjectKey::from(o.key());
                 watch.index.write(|i| i.remove(&key, version(o)))
             }
         };
@@ -70,7 +70,7 @@ fn version(o: &CachedObject) -> u64 {
 /// Files one object; returns whether its entry changed. An object already
 /// filed at this version is not indexed again.
 async fn file(shared: &Arc<Shared>, watch: &IndexedWatch, object: &Arc<CachedObject>) -> bool {
-    let key = ObjectKey::new(object.namespace(), object.name());
+    let key = ObjectKey::from(object.key());
     let v = version(object);
     if watch.index.read(|i| i.version_of(&key)) == Some(v) {
         return false;
@@ -84,15 +84,7 @@ async fn file(shared: &Arc<Shared>, watch: &IndexedWatch, object: &Arc<CachedObj
 /// The plugin's entry for `text`; a failing `index` files the object
 /// nowhere (logged: the plugin's reads then miss it until it changes).
 async fn index_entry(shared: &Arc<Shared>, text: Arc<str>) -> Option<IndexEntry> {
-    let view: Arc<dyn CacheReader> = shared.view.clone();
-    let (t, v) = (text.clone(), view.clone());
-    let result = call_plugin_fn(
-        shared,
-        |plugin, budget| plugin.try_index(&text, view, budget),
-        move |plugin| plugin.index(&t, v),
-    )
-    .await;
-    match result {
+    match shared.plugin().index_async(text, shared.view()).await {
         Ok(entry) => entry,
         Err(e) => {
             shared
@@ -135,7 +127,7 @@ impl Binder {
             else {
                 continue;
             };
-            if subresource != "binding" || !target.kind_ref().eq(&pods) {
+            if subresource != "binding" || !target.is_of(&pods) {
                 continue;
             }
             let Some(node) = serde_json::from_str::<Value>(body.get())
@@ -144,7 +136,7 @@ impl Binder {
             else {
                 continue;
             };
-            let key = ObjectKey::new(target.namespace.as_deref(), &target.name);
+            let key = ObjectKey::from(target.key());
             let text = index
                 .read(|i| i.text_of(&key))
                 .or_else(|| shared.view.get(target));
@@ -172,11 +164,7 @@ impl Binder {
 
 impl Assume for Binder {
     fn before_bind(&self, pod: &ObjectRef, _node: &str) -> Result<(), String> {
-        let lookup = ObjectRef {
-            namespace: pod.namespace.clone(),
-            ..pod.clone()
-        };
-        let Some((key, text, entry)) = self.bound.get(&lookup) else {
+        let Some((key, text, entry)) = self.bound.get(pod) else {
             return Ok(());
         };
         let read: HashMap<&str, u64> = self.read.iter().map(|(k, v)| (k.as_str(), *v)).collect();

@@ -14,8 +14,8 @@ use super::bindings::{Contract, Exports, ManifestAnswer, PACKAGE_NAME};
 use super::errors::LoadError;
 use super::plugin::{Plugin, PluginInner};
 use super::{Runtime, hex, inline};
-use crate::contract::{KindRef, Manifest, Watch};
-use crate::model::EmptyCache;
+use crate::contract::{Manifest, Watch};
+use crate::model::{EmptyCache, KindRef};
 
 impl Runtime {
     /// Reads, compiles, links and validates a plugin file, and asks it for
@@ -101,6 +101,7 @@ impl Runtime {
             settings: settings.map(Into::into),
             digest,
             file: file.clone(),
+            schedule: Default::default(),
         };
         ask_manifest(plugin)
     }
@@ -141,6 +142,9 @@ impl Plugin {
             settings: settings.map(Into::into),
             digest: inner.digest.clone(),
             file: inner.file.clone(),
+            // Each instance runs under its own controller: its calls are
+            // scheduled, and counted, on their own.
+            schedule: Default::default(),
         })
     }
 
@@ -165,6 +169,7 @@ impl Plugin {
                 settings: inner.settings.clone(),
                 digest: inner.digest.clone(),
                 file: inner.file.clone(),
+                schedule: Default::default(),
             }),
         })
     }

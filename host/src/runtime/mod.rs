@@ -16,6 +16,9 @@
 //! The rooms:
 //! - `load.rs`: reading, compiling, version detection, linking, `manifest()`;
 //! - `plugin.rs`: [`Plugin`] and its calls (full, inline, kept sessions);
+//! - `schedule.rs`: the async calls ([`Plugin::reconcile_async`] and the
+//!   others), inline on the async worker while the plugin's calls are quick,
+//!   else on a blocking thread;
 //! - `bindings.rs`: the one `bindgen!` module and the typed export calls;
 //! - `output.rs` and `lift.rs`: what exports return, lifted within caps;
 //! - `outcome.rs`: the plugin boundary's checks of outcomes and `map` keys;
@@ -25,8 +28,8 @@
 //! - `slots.rs`: instance slots and the epoch ticker; `artifacts.rs`: the
 //!   precompiled-artifact cache; `errors.rs`: [`LoadError`], [`PluginError`].
 //!
-//! Calls are synchronous and CPU-bound: async callers run them on blocking
-//! threads (`tokio::task::spawn_blocking`), or inline with a short budget.
+//! Calls are synchronous and CPU-bound; async callers use the `*_async`
+//! calls, which decide where each one runs (`schedule.rs`).
 
 mod artifacts;
 mod bindings;
@@ -38,6 +41,7 @@ mod outcome;
 mod output;
 mod plugin;
 mod sandbox;
+mod schedule;
 mod slots;
 mod state;
 

@@ -18,9 +18,9 @@ use windlass_selector::names;
 
 use super::output::{RawEvent, RawOutcome, RawWrite};
 use crate::contract::{
-    Delete, Event, EventType, IndexEntry, Manifest, ObjectRef, ObjectText, Outcome, Patch,
-    SubresourceCreate, Write,
+    Delete, Event, EventType, IndexEntry, Manifest, Outcome, Patch, SubresourceCreate, Write,
 };
+use crate::model::{ObjectRef, ObjectText};
 
 /// Why an outcome was refused.
 #[derive(Debug, PartialEq, Eq)]
@@ -256,7 +256,8 @@ pub(crate) fn check_index_entry(entry: &IndexEntry) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{DeleteOptions, Grant, KindRef, Watch};
+    use crate::contract::{DeleteOptions, Grant, Watch};
+    use crate::model::KindRef;
 
     fn manifest() -> Manifest {
         Manifest {

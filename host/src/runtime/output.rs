@@ -10,9 +10,8 @@
 use wasmtime::component::{ComponentType, Lift};
 
 use super::lift::{List, Text, cap};
-use crate::contract::{
-    DeleteOptions, Grant, IndexEntry, KindRef, Manifest, ObjectRef, Propagation, Watch,
-};
+use crate::contract::{DeleteOptions, Grant, IndexEntry, Manifest, Propagation, Watch};
+use crate::model::{KindRef, ObjectRef};
 
 type Json = Text<{ cap::OBJECT }>;
 type Short = Text<{ cap::TEXT }>;

@@ -17,8 +17,8 @@ use super::output::RawResult;
 use super::sandbox::WouldWait;
 use super::state::{CallSetup, CallState, DeadlinePassed, MemoryLimitExceeded};
 use super::{RuntimeInner, inline};
-use crate::contract::{IndexEntry, Manifest, ObjectRef, Outcome, Request};
-use crate::model::CacheReader;
+use crate::contract::{IndexEntry, Manifest, Outcome, Request};
+use crate::model::{CacheReader, ObjectRef};
 
 /// The result of [`Plugin::try_reconcile`].
 #[derive(Debug)]
@@ -58,6 +58,8 @@ pub(super) struct PluginInner {
     pub(super) settings: Option<Arc<str>>,
     pub(super) digest: String,
     pub(super) file: String,
+    /// Where the next call from async code runs (`schedule.rs`).
+    pub(super) schedule: super::schedule::Schedule,
 }
 
 impl Plugin {

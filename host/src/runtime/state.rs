@@ -18,8 +18,8 @@ use windlass_selector::{LabelSelector, names};
 use super::bindings::{Contract, v1, v2};
 use super::lift::LogText;
 use super::sandbox::{self, GuestOutput};
-use crate::contract::{KindRef, Manifest, ObjectRef};
-use crate::model::{CacheReader, IndexRead};
+use crate::contract::Manifest;
+use crate::model::{CacheReader, IndexRead, KindRef, ObjectRef};
 
 /// Keys one `totals` read may ask for.
 const MAX_TOTALS_KEYS: usize = 100_000;

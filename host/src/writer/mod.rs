@@ -12,22 +12,28 @@
 //! - Events become core/v1 Events; a repeat bumps the count of the first.
 //!
 //! Every request carries a field manager and user agent naming the plugin.
+//!
+//! The rooms: this file carries out writes; `patch.rs` holds the plain
+//! functions over object JSON (owner references, the converging merge
+//! patch); `events.rs` records and aggregates events.
+
+mod events;
+mod patch;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 use http::Method;
 use serde_json::{Map, Value, json};
 
-use crate::cache::CachedObject;
 use crate::client::{ApiClient, ApiError};
 use crate::contract::{
-    Delete, DeleteOptions, Event, EventType, KindRef, Manifest, ObjectRef, Outcome, Propagation,
-    SubresourceCreate, Write,
+    Delete, DeleteOptions, Manifest, Outcome, Propagation, SubresourceCreate, Write,
 };
-use crate::discovery::{ApiResource, Discovery, DiscoveryError, segment};
-use crate::model::CacheReader;
+use crate::discovery::{ApiResource, Discovery, DiscoveryError};
+use crate::model::{CacheReader, CachedObject, KindRef, ObjectRef};
+use events::EventKey;
+use patch::{add_owner, converge_patch, owner_reference, set_meta};
 
 /// Why an outcome could not be carried out in full.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +87,14 @@ pub struct Applied {
 }
 
 impl Applied {
+    /// Adds what another part of the same outcome did.
+    fn absorb(&mut self, other: Applied) {
+        self.created.extend(other.created);
+        self.created_version = self.created_version.max(other.created_version);
+        self.deleted.extend(other.deleted);
+        self.requests += other.requests;
+    }
+
     /// Notes a create: `r` names the object, `response` is what the server
     /// answered.
     fn created(&mut self, r: ObjectRef, response: &Value) {
@@ -94,6 +108,86 @@ impl Applied {
     }
 }
 
+/// The largest batch of independent writes sent at once.
+const MAX_BATCH: usize = 64;
+
+/// What an independent write touches: one object by kind, namespace and
+/// name, or a fresh one (a create with only a `generateName`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+enum Touches {
+    Object(String, String, Option<String>, String),
+    Fresh,
+}
+
+/// Whether `write` may go out beside its neighbours: a create (an apply of
+/// an object the cache holds no copy of) or a delete. Everything else —
+/// patches, replacements, status, bindings, and applies that converge a
+/// live object — keeps its place in the order.
+fn independent(t: &Target<'_>, write: &Write, default_ns: Option<&str>) -> Option<Touches> {
+    let object = |api_version: &str, kind: &str, ns: Option<&str>, name: &str| {
+        Touches::Object(
+            api_version.to_owned(),
+            kind.to_owned(),
+            ns.or(default_ns).map(str::to_owned),
+            name.to_owned(),
+        )
+    };
+    match write {
+        Write::Apply(o) => {
+            let h = o.header();
+            let (api_version, kind) = write.kind();
+            if !t.live.holds(&KindRef::new(api_version, kind)) {
+                return None;
+            }
+            let Some(name) = &h.name else {
+                return Some(Touches::Fresh);
+            };
+            let r = ObjectRef {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
+                namespace: h.namespace.clone().or(default_ns.map(str::to_owned)),
+                name: name.clone(),
+            };
+            // Absent from the cache: a create.
+            t.live
+                .get(&r)
+                .is_none()
+                .then(|| object(api_version, kind, r.namespace.as_deref(), name))
+        }
+        Write::Delete(d) => Some(object(
+            &d.target.api_version,
+            &d.target.kind,
+            d.target.namespace.as_deref(),
+            &d.target.name,
+        )),
+        _ => None,
+    }
+}
+
+/// The end of the run of independent writes starting at `start`, each
+/// touching a different object (at least `start + 1`).
+fn independent_run(
+    t: &Target<'_>,
+    writes: &[Write],
+    start: usize,
+    default_ns: Option<&str>,
+) -> usize {
+    let mut seen = HashSet::new();
+    let mut end = start;
+    while end < writes.len() {
+        let fresh_or_new = match independent(t, &writes[end], default_ns) {
+            Some(Touches::Fresh) => true,
+            Some(touches) => seen.insert(touches),
+            None => false,
+        };
+        if !fresh_or_new {
+            break;
+        }
+        end += 1;
+    }
+    end.max(start + 1)
+}
+
 /// The context of one outcome.
 pub struct Target<'a> {
     pub manifest: &'a Manifest,
@@ -105,7 +199,7 @@ pub struct Target<'a> {
     /// The plugin's view of the caches, to find live objects.
     pub live: &'a dyn CacheReader,
     /// Told about each binding before it is sent and after it is answered,
-    /// so the plugin's index can "assume" it (see `controller.rs`).
+    /// so the plugin's index can "assume" it (see `controller/indexing.rs`).
     pub assume: Option<&'a dyn Assume>,
 }
 
@@ -133,18 +227,6 @@ impl std::fmt::Debug for Writer {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct EventKey {
-    plugin: String,
-    regarding: ObjectRef,
-    type_: &'static str,
-    reason: String,
-    message: String,
-}
-
-/// Remembered events for aggregation; past this the memory starts over.
-const MAX_REMEMBERED_EVENTS: usize = 4096;
-
 impl Writer {
     pub fn new(client: ApiClient, discovery: Arc<Discovery>) -> Self {
         Self {
@@ -167,13 +249,58 @@ impl Writer {
         let mut kept: HashSet<ObjectRef> = HashSet::new();
         let default_ns = t.key.namespace.as_deref();
 
-        for (i, write) in outcome.writes.iter().enumerate() {
-            if let Err(e) = self
-                .execute_one(t, write, default_ns, &manager, &agent, &mut kept, applied)
-                .await
-            {
-                applied.failed_at = Some(i as u32);
-                return Err(e);
+        let writes = &outcome.writes;
+        let mut i = 0;
+        while i < writes.len() {
+            let end = independent_run(t, writes, i, default_ns);
+            if end == i + 1 {
+                if let Err(e) = self
+                    .execute_one(
+                        t, &writes[i], default_ns, &manager, &agent, &mut kept, applied,
+                    )
+                    .await
+                {
+                    applied.failed_at = Some(i as u32);
+                    return Err(e);
+                }
+                i = end;
+                continue;
+            }
+            // Independent creates and deletes go out together, in batches
+            // growing 1, 2, 4, … while every write of a batch succeeds (as
+            // kube-controller-manager's slow start): a create the server
+            // refuses costs one request, not a storm. Every answer of a
+            // batch is recorded; the first failure stops the outcome there.
+            let mut size = 1;
+            while i < end {
+                let batch = i..(i + size).min(end);
+                let (manager, agent) = (manager.as_str(), agent.as_str());
+                let answers = futures::future::join_all(batch.clone().map(|k| async move {
+                    let (mut done, mut named) = (Applied::default(), HashSet::new());
+                    let result = self
+                        .execute_one(
+                            t, &writes[k], default_ns, manager, agent, &mut named, &mut done,
+                        )
+                        .await;
+                    (k, result, done, named)
+                }))
+                .await;
+                let mut failed = None;
+                for (k, result, done, named) in answers {
+                    applied.absorb(done);
+                    kept.extend(named);
+                    if let Err(e) = result
+                        && failed.is_none()
+                    {
+                        failed = Some((k, e));
+                    }
+                }
+                if let Some((k, e)) = failed {
+                    applied.failed_at = Some(k as u32);
+                    return Err(e);
+                }
+                i = batch.end;
+                size = (size * 2).min(MAX_BATCH);
             }
         }
 
@@ -630,126 +757,6 @@ impl Writer {
             Err(e) => Err(e.into()),
         }
     }
-
-    /// Records a Warning event on `key` for a failed reconcile, so that
-    /// `kubectl describe` shows it next to the object. Repeats aggregate.
-    pub async fn report_failure(
-        &self,
-        manifest: &Manifest,
-        key: &ObjectRef,
-        primary: Option<&CachedObject>,
-        message: String,
-    ) {
-        let event = Event {
-            type_: EventType::Warning,
-            reason: "ReconcileFailed".into(),
-            message,
-            regarding: None,
-        };
-        self.record(manifest, key, primary, &event).await;
-    }
-
-    /// Records an event; failures are logged, never returned.
-    async fn record(
-        &self,
-        manifest: &Manifest,
-        key: &ObjectRef,
-        primary: Option<&CachedObject>,
-        event: &Event,
-    ) {
-        let regarding = event.regarding.clone().unwrap_or_else(|| key.clone());
-        let uid = (regarding == *key)
-            .then(|| primary.map(|p| p.uid().to_owned()))
-            .flatten();
-        let type_ = match event.type_ {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        };
-        let event_key = EventKey {
-            plugin: manifest.name.clone(),
-            regarding: regarding.clone(),
-            type_,
-            reason: event.reason.clone(),
-            message: event.message.clone(),
-        };
-        let namespace = regarding
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        let (agent, manager) = identity(&manifest.name);
-        let now = rfc3339(SystemTime::now());
-        let previous = self
-            .events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&event_key)
-            .cloned();
-        if let Some((ns, name, count)) = previous {
-            let path = format!(
-                "/api/v1/namespaces/{}/events/{}",
-                segment(&ns),
-                segment(&name)
-            );
-            let patch = json!({"count": count + 1, "lastTimestamp": now});
-            match self.merge_patch(&path, &manager, &agent, &patch).await {
-                Ok(_) => {
-                    self.remember(event_key, ns, name, count + 1);
-                    return;
-                }
-                Err(e) if e.is_not_found() => {}
-                Err(e) => {
-                    tracing::warn!(plugin = %manifest.name, error = %e, "could not update event");
-                    return;
-                }
-            }
-        }
-        let mut involved = json!({"apiVersion": regarding.api_version, "kind": regarding.kind, "name": regarding.name});
-        if let Some(ns) = &regarding.namespace {
-            involved["namespace"] = json!(ns);
-        }
-        if let Some(uid) = uid {
-            involved["uid"] = json!(uid);
-        }
-        let component = format!("windlass/{}", manifest.name);
-        let body = json!({
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": format!("{}.", regarding.name), "namespace": namespace},
-            "involvedObject": involved,
-            "type": type_, "reason": event.reason, "message": event.message,
-            "source": {"component": component},
-            "reportingComponent": component, "reportingInstance": component,
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-        });
-        let path = format!("/api/v1/namespaces/{}/events", segment(&namespace));
-        match self
-            .send(
-                Method::POST,
-                &path,
-                &manager,
-                &agent,
-                &body,
-                "application/json",
-            )
-            .await
-        {
-            Ok(created) => {
-                if let Some(name) = created.pointer("/metadata/name").and_then(Value::as_str) {
-                    self.remember(event_key, namespace, name.to_owned(), 1);
-                }
-            }
-            Err(e) => {
-                tracing::warn!(plugin = %manifest.name, error = %e, "could not record event")
-            }
-        }
-    }
-
-    fn remember(&self, key: EventKey, namespace: String, name: String, count: u32) {
-        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        if events.len() >= MAX_REMEMBERED_EVENTS && !events.contains_key(&key) {
-            events.clear();
-        }
-        events.insert(key, (namespace, name, count));
-    }
 }
 
 /// The user agent and field-manager query parameter naming a plugin.
@@ -765,215 +772,5 @@ fn parse(text: &str) -> Result<Value, serde_json::Error> {
     serde_json::from_str(text)
 }
 
-/// The controller owner reference children of `key` get.
-fn owner_reference(kind: &KindRef, key: &ObjectRef, primary: &CachedObject) -> Value {
-    json!({
-        "apiVersion": kind.api_version,
-        "kind": kind.kind,
-        "name": key.name,
-        "uid": primary.uid(),
-        "controller": true,
-        "blockOwnerDeletion": true,
-    })
-}
-
-fn set_meta(object: &mut Value, field: &str, value: Option<Value>) {
-    let (Some(value), Some(obj)) = (value, object.as_object_mut()) else {
-        return;
-    };
-    let meta = obj
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Some(meta) = meta.as_object_mut() {
-        meta.insert(field.to_owned(), value);
-    }
-}
-
-/// Adds `owner` to the object's owner references unless one with its uid is
-/// there; never adds a second controller.
-fn add_owner(object: &mut Value, owner: &Value) {
-    let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let refs = meta
-        .entry("ownerReferences")
-        .or_insert_with(|| Value::Array(Vec::new()));
-    let Some(refs) = refs.as_array_mut() else {
-        return;
-    };
-    let has_controller = refs.iter().any(|r| r["controller"] == json!(true));
-    if refs.iter().any(|r| r["uid"] == owner["uid"]) || has_controller {
-        return;
-    }
-    refs.push(owner.clone());
-}
-
-/// The merge patch that brings `live` to have every field of `desired`, or
-/// `None` when it already has them. The patch carries the live
-/// resourceVersion as a precondition, and keeps the live owner references
-/// (a merge patch replaces lists whole).
-fn converge_patch(
-    mut desired: Value,
-    live: &Value,
-    owner: Option<&Value>,
-    has_status: bool,
-) -> Option<Value> {
-    let obj = desired.as_object_mut()?;
-    if has_status {
-        // The main endpoint ignores status; `update-status` is for that.
-        obj.remove("status");
-    }
-    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        for server_owned in [
-            "resourceVersion",
-            "uid",
-            "creationTimestamp",
-            "generation",
-            "managedFields",
-            "selfLink",
-            "deletionTimestamp",
-        ] {
-            meta.remove(server_owned);
-        }
-        let mut refs = live
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let wanted: Vec<Value> = meta
-            .remove("ownerReferences")
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default()
-            .into_iter()
-            .chain(owner.cloned())
-            .collect();
-        let before = refs.len();
-        for r in wanted {
-            let dup = refs.iter().any(|l| l["uid"] == r["uid"]);
-            let second_controller = r["controller"] == json!(true)
-                && refs.iter().any(|l| l["controller"] == json!(true));
-            if !dup && !second_controller {
-                refs.push(r);
-            }
-        }
-        if refs.len() != before {
-            meta.insert("ownerReferences".into(), Value::Array(refs));
-        }
-    }
-    if is_subset(&desired, live) {
-        return None;
-    }
-    if let Some(rv) = live.pointer("/metadata/resourceVersion") {
-        set_meta(&mut desired, "resourceVersion", Some(rv.clone()));
-    }
-    Some(desired)
-}
-
-/// True when every field of `want` is in `have` with the same value; lists
-/// match element by element (so server-side defaults inside list items do
-/// not count as a difference).
-fn is_subset(want: &Value, have: &Value) -> bool {
-    match (want, have) {
-        (Value::Object(w), Value::Object(h)) => w.iter().all(|(k, v)| {
-            h.get(k).is_some_and(|hv| is_subset(v, hv)) || (v.is_null() && !h.contains_key(k))
-        }),
-        (Value::Array(w), Value::Array(h)) => {
-            w.len() == h.len() && w.iter().zip(h).all(|(a, b)| is_subset(a, b))
-        }
-        (w, h) => w == h,
-    }
-}
-
-/// `SystemTime` as an RFC 3339 UTC timestamp with second precision.
-pub(crate) fn rfc3339(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn subset_ignores_server_defaults_in_list_items() {
-        let want = json!({"spec": {"containers": [{"name": "web", "image": "nginx"}]}});
-        let have = json!({"spec": {"containers": [{"name": "web", "image": "nginx", "terminationMessagePath": "/dev/termination-log"}], "dnsPolicy": "ClusterFirst"}});
-        assert!(is_subset(&want, &have));
-        let changed = json!({"spec": {"containers": [{"name": "web", "image": "nginx:2"}]}});
-        assert!(!is_subset(&changed, &have));
-        let more = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}]}});
-        assert!(!is_subset(&more, &have));
-        assert!(is_subset(&json!({"x": null}), &json!({})));
-    }
-
-    #[test]
-    fn a_converged_apply_sends_nothing() {
-        let live = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d", "resourceVersion": "9", "uid": "u",
-            "ownerReferences": [{"uid": "rs1", "controller": true}]}, "spec": {"x": 1}, "status": {"phase": "Running"}});
-        let identity =
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"}});
-        let owner = json!({"uid": "rs1", "controller": true});
-        assert_eq!(converge_patch(identity, &live, Some(&owner), true), None);
-    }
-
-    #[test]
-    fn a_drifted_apply_patches_with_the_live_version_and_keeps_owners() {
-        let live = json!({"metadata": {"name": "p", "resourceVersion": "9", "ownerReferences": [{"uid": "other", "controller": false}]}, "spec": {"x": 1}});
-        let desired = json!({"metadata": {"name": "p", "resourceVersion": "1"}, "spec": {"x": 2}, "status": {"y": 1}});
-        let owner = json!({"uid": "rs1", "controller": true});
-        let patch = converge_patch(desired, &live, Some(&owner), true).unwrap();
-        assert_eq!(patch["metadata"]["resourceVersion"], "9");
-        assert_eq!(patch["spec"]["x"], 2);
-        assert!(
-            patch.get("status").is_none(),
-            "status goes through update-status"
-        );
-        let refs = patch["metadata"]["ownerReferences"].as_array().unwrap();
-        assert_eq!(
-            refs.len(),
-            2,
-            "the live reference is kept and ours added: {refs:?}"
-        );
-    }
-
-    #[test]
-    fn never_a_second_controller() {
-        let mut obj = json!({"metadata": {"ownerReferences": [{"uid": "a", "controller": true}]}});
-        add_owner(&mut obj, &json!({"uid": "b", "controller": true}));
-        assert_eq!(
-            obj["metadata"]["ownerReferences"].as_array().unwrap().len(),
-            1
-        );
-        let mut obj = json!({"metadata": {}});
-        add_owner(&mut obj, &json!({"uid": "b", "controller": true}));
-        assert_eq!(obj["metadata"]["ownerReferences"][0]["uid"], "b");
-    }
-
-    #[test]
-    fn timestamps_are_rfc3339() {
-        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
-        assert_eq!(rfc3339(t), "2026-11-18T11:06:40Z");
-        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
-        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
-    }
-}
+mod tests;

@@ -46,7 +46,7 @@ const OWNED: u16 = u16::MAX;
 /// One cached object: its text and where its header fields are in it.
 ///
 /// A field's span is `starts[f]..starts[f] + lens[f]`; a length of 0 is an
-/// absent (or empty) field; a length of [`OWNED`] sends the reader to the
+/// absent (or empty) field; a length of `OWNED` sends the reader to the
 /// side box. Spans are `u32` + `u16` so that the whole header is 36 bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CachedObject {

@@ -1,6 +1,5 @@
-//! The ground floor every other part reads through: the read side of the
-//! host's caches as a plugin sees them ([`CacheReader`]), including the
-//! plugin's own index (contract 0.2).
+//! The read side of the host's caches as a plugin sees them
+//! ([`CacheReader`]), including the plugin's own index (contract 0.2).
 //!
 //! The informer caches, a plugin's view of them, and the fixed object set of
 //! offline runs all implement it; the runtime's `cache` import and the
@@ -10,7 +9,7 @@ use std::sync::Arc;
 
 use windlass_selector::LabelSelector;
 
-use crate::contract::{KindRef, ObjectRef};
+use super::{KindRef, ObjectRef};
 
 /// Read access to cached objects, as JSON text, and to a plugin's index.
 pub trait CacheReader: Send + Sync {

@@ -1,0 +1,212 @@
+//! The convergence part: many ReplicaSets created at once, timed until a
+//! watch of the bench's own sees every status at its replicas.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use tokio::runtime::Runtime;
+use windlass::cache::Change;
+use windlass::client::ApiClient;
+use windlass::contract::{KindRef, Watch};
+use windlass::discovery::Discovery;
+use windlass::host::Host;
+use windlass::informer::InformerConfig;
+use windlass::informers::Informers;
+use windlass_apiserver::RunningServer;
+
+use super::load::{PODS, REPLICASETS, create_many, get, http, replicaset_body};
+use super::table::thousands;
+use super::{REPLICAS, host_config, plugin_path};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    Windlass,
+    Peer,
+}
+
+pub(crate) struct Converged {
+    pub(crate) seconds: f64,
+    pub(crate) pods: u64,
+}
+
+/// Watches ReplicaSets (through a windlass informer of the bench's own) and
+/// counts those whose status says [`REPLICAS`].
+pub(crate) struct Observer {
+    pub(crate) _informers: Informers,
+    pub(crate) _informer: Arc<windlass::informer::Informer>,
+    pub(crate) done: Arc<Mutex<HashSet<Arc<str>>>>,
+}
+
+impl Observer {
+    async fn start(client: ApiClient) -> Self {
+        let discovery = Arc::new(Discovery::new(client.clone()));
+        let informers = Informers::new(client, discovery, InformerConfig::default(), 4);
+        let informer = informers
+            .get(&Watch {
+                kind: KindRef::new("apps/v1", "ReplicaSet"),
+                namespace: Some("default".into()),
+                label_selector: None,
+                field_selector: None,
+                indexed: false,
+            })
+            .await
+            .expect("ReplicaSet informer");
+        let done: Arc<Mutex<HashSet<Arc<str>>>> = Arc::default();
+        let seen = done.clone();
+        informer.subscribe(Arc::new(move |change: &Change| {
+            #[derive(Deserialize, Default)]
+            struct Rs {
+                #[serde(default)]
+                status: Status,
+            }
+            #[derive(Deserialize, Default)]
+            struct Status {
+                #[serde(default)]
+                replicas: u64,
+            }
+            let object = change.object();
+            let replicas = serde_json::from_str::<Rs>(object.text())
+                .unwrap_or_default()
+                .status
+                .replicas;
+            let mut done = seen.lock().unwrap_or_else(|e| e.into_inner());
+            if replicas == REPLICAS && !matches!(change, Change::Deleted(_)) {
+                done.insert(object.key().name.into());
+            } else {
+                done.remove(object.key().name);
+            }
+        }));
+        informer.wait_synced().await;
+        Self {
+            _informers: informers,
+            _informer: informer,
+            done,
+        }
+    }
+
+    fn converged(&self) -> u64 {
+        self.done.lock().unwrap_or_else(|e| e.into_inner()).len() as u64
+    }
+}
+
+/// Live pods in `default`, counted from one list.
+pub(crate) async fn live_pods(addr: SocketAddr) -> u64 {
+    #[derive(Deserialize)]
+    struct List {
+        items: Vec<Item>,
+    }
+    #[derive(Deserialize)]
+    struct Item {
+        metadata: Meta,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Meta {
+        #[serde(default)]
+        deletion_timestamp: Option<String>,
+    }
+    let body = get(&http(), addr, PODS).await;
+    let list: List = serde_json::from_slice(&body).expect("a pod list");
+    list.items
+        .iter()
+        .filter(|i| i.metadata.deletion_timestamp.is_none())
+        .count() as u64
+}
+
+pub(crate) fn converge(
+    servers: &Runtime,
+    controllers: &Runtime,
+    server: &RunningServer,
+    replicasets: u64,
+    side: Side,
+) -> Converged {
+    let name = match side {
+        Side::Windlass => "windlass with the replicaset plugin",
+        Side::Peer => "kube-rs peer",
+    };
+    eprintln!(
+        "convergence: {name}, {} ReplicaSets × {REPLICAS}",
+        thousands(replicasets)
+    );
+    let kubeconfig = server.kubeconfig();
+    let addr = server.addr();
+    let (observer, windlass, peer) = controllers.block_on(async {
+        let client = ApiClient::from_kubeconfig_yaml(&kubeconfig)
+            .await
+            .expect("client");
+        let observer = Observer::start(client.clone()).await;
+        let (mut windlass, mut peer) = (None, None);
+        match side {
+            Side::Windlass => {
+                let host = Host::new(client, host_config()).expect("host");
+                host.load_file(&plugin_path("replicaset"))
+                    .await
+                    .expect("replicaset loads");
+                while !host.is_ready().await {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                windlass = Some(host);
+            }
+            Side::Peer => {
+                let client = windlass_peer::client_from_kubeconfig_yaml(&kubeconfig)
+                    .await
+                    .expect("client");
+                peer = Some(
+                    windlass_peer::replicaset::start(
+                        client,
+                        windlass_peer::replicaset::Config::default(),
+                    )
+                    .await,
+                );
+            }
+        }
+        (observer, windlass, peer)
+    });
+
+    let started = Instant::now();
+    let create = servers.spawn(create_many(
+        addr,
+        REPLICASETS,
+        0,
+        replicasets,
+        None,
+        "replicasets",
+        replicaset_body,
+    ));
+    let deadline = started + Duration::from_secs(300);
+    let mut last_report = Instant::now();
+    while observer.converged() < replicasets {
+        assert!(
+            Instant::now() < deadline,
+            "{name}: {} of {replicasets} ReplicaSets converged after 5 minutes",
+            observer.converged()
+        );
+        if last_report.elapsed() > Duration::from_secs(3) {
+            eprintln!(
+                "  converged: {}/{}",
+                thousands(observer.converged()),
+                thousands(replicasets)
+            );
+            last_report = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    servers.block_on(create).expect("creates finish");
+    // Let any stray extra pod land before counting.
+    std::thread::sleep(Duration::from_millis(500));
+    let pods = servers.block_on(live_pods(addr));
+    controllers.block_on(async {
+        if let Some(host) = windlass {
+            host.shutdown().await;
+        }
+        if let Some(peer) = peer {
+            peer.shutdown().await;
+        }
+        drop(observer);
+    });
+    Converged { seconds, pods }
+}

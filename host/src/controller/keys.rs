@@ -1,0 +1,132 @@
+//! Which keys of a plugin's queue a change enqueues: plain functions of the
+//! change, as controller-runtime's `EnqueueRequestForOwner` and
+//! kube-runtime's `trigger_owners` are.
+//!
+//! Each queue holds one kind (what the plugin reconciles), so its keys are
+//! [`ObjectKey`]s: namespace and name.
+
+use crate::cache::Change;
+use crate::model::{CachedObject, KindRef, ObjectKey};
+
+/// The key a change of a primary object enqueues: the object itself.
+pub(super) fn primary(change: &Change) -> ObjectKey {
+    change.object().key().into()
+}
+
+/// The keys a change of an owned child enqueues: its controller owner when
+/// that is of the `primary` kind, and on a change also the old object's
+/// owner when it had another (a child adopted away leaves its old owner a
+/// child short). New owner first.
+pub(super) fn owners(primary: &KindRef, change: &Change) -> impl Iterator<Item = ObjectKey> {
+    let new = owner(primary, change.object());
+    let old = match change {
+        Change::Modified { old, .. } => owner(primary, old).filter(|old| Some(old) != new.as_ref()),
+        _ => None,
+    };
+    new.into_iter().chain(old)
+}
+
+/// The key of `child`'s controller owner, when the owner is of the
+/// `primary` kind (the same group and kind; any version of it).
+fn owner(primary: &KindRef, child: &CachedObject) -> Option<ObjectKey> {
+    let c = child.controller()?;
+    (c.kind == primary.kind && group(c.api_version) == group(&primary.api_version))
+        .then(|| ObjectKey::new(child.namespace(), c.name))
+}
+
+/// Whether `child`, found by its controller owner's uid, is controlled by
+/// an object of the `primary` kind (uids are unique, so the kind is all
+/// that is left to check).
+pub(super) fn controlled_by_kind(primary: &KindRef, child: &CachedObject) -> bool {
+    child.controller().is_some_and(|c| c.kind == primary.kind)
+}
+
+/// The API group of an apiVersion (`apps/v1` → `apps`, `v1` → ``).
+fn group(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(g, _)| g)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn pod(owner: Option<(&str, &str, &str)>, rv: u32) -> Arc<CachedObject> {
+        let mut meta = json!({"name": "p", "namespace": "ns", "uid": "u-p", "resourceVersion": rv.to_string()});
+        if let Some((api_version, kind, name)) = owner {
+            meta["ownerReferences"] = json!([
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "other", "uid": "u-cm"},
+                {"apiVersion": api_version, "kind": kind, "name": name, "uid": format!("u-{name}"), "controller": true},
+            ]);
+        }
+        let text = json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta}).to_string();
+        Arc::new(CachedObject::parse(&text).unwrap())
+    }
+
+    fn rs() -> KindRef {
+        KindRef::new("apps/v1", "ReplicaSet")
+    }
+
+    fn keys(change: &Change) -> Vec<String> {
+        owners(&rs(), change).map(|k| k.to_string()).collect()
+    }
+
+    #[test]
+    fn a_primary_change_enqueues_the_object() {
+        let change = Change::Added(pod(None, 1));
+        assert_eq!(primary(&change), ObjectKey::new(Some("ns"), "p"));
+    }
+
+    #[test]
+    fn a_child_change_enqueues_its_controller_owner_of_the_primary_kind() {
+        let owned = pod(Some(("apps/v1", "ReplicaSet", "web")), 1);
+        assert_eq!(keys(&Change::Added(owned.clone())), ["ns/web"]);
+        assert_eq!(keys(&Change::Deleted(owned)), ["ns/web"]);
+        // Another version of the same group counts; another group does not.
+        let beta = pod(Some(("apps/v1beta2", "ReplicaSet", "web")), 1);
+        assert_eq!(keys(&Change::Added(beta)), ["ns/web"]);
+        let other_group = pod(Some(("example.com/v1", "ReplicaSet", "web")), 1);
+        assert!(keys(&Change::Added(other_group)).is_empty());
+        let other_kind = pod(Some(("apps/v1", "StatefulSet", "web")), 1);
+        assert!(keys(&Change::Added(other_kind)).is_empty());
+        // A non-controller reference enqueues nothing.
+        assert!(keys(&Change::Added(pod(None, 1))).is_empty());
+    }
+
+    #[test]
+    fn a_child_adopted_away_enqueues_the_new_owner_then_the_old() {
+        let change = Change::Modified {
+            old: pod(Some(("apps/v1", "ReplicaSet", "old")), 1),
+            new: pod(Some(("apps/v1", "ReplicaSet", "new")), 2),
+        };
+        assert_eq!(keys(&change), ["ns/new", "ns/old"]);
+        // Released: only the old owner is left to look.
+        let released = Change::Modified {
+            old: pod(Some(("apps/v1", "ReplicaSet", "old")), 1),
+            new: pod(None, 2),
+        };
+        assert_eq!(keys(&released), ["ns/old"]);
+        // The same owner before and after: once.
+        let same = Change::Modified {
+            old: pod(Some(("apps/v1", "ReplicaSet", "web")), 1),
+            new: pod(Some(("apps/v1", "ReplicaSet", "web")), 2),
+        };
+        assert_eq!(keys(&same), ["ns/web"]);
+    }
+
+    #[test]
+    fn children_are_owned_by_the_primary_kind_only() {
+        assert!(controlled_by_kind(
+            &rs(),
+            &pod(Some(("apps/v1", "ReplicaSet", "web")), 1)
+        ));
+        assert!(!controlled_by_kind(
+            &rs(),
+            &pod(Some(("apps/v1", "StatefulSet", "web")), 1)
+        ));
+        assert!(!controlled_by_kind(&rs(), &pod(None, 1)));
+    }
+}

@@ -1,0 +1,189 @@
+//! Events a plugin's outcome records, and the Warning event a failed
+//! reconcile leaves on its object: core/v1 Events, where a repeat of the
+//! same event bumps `count` and `lastTimestamp` of the first instead of
+//! making another (as client-go's event correlator aggregates them).
+
+use std::time::SystemTime;
+
+use http::Method;
+use serde_json::{Value, json};
+
+use super::{Writer, identity};
+use crate::contract::{Event, EventType, Manifest};
+use crate::discovery::segment;
+use crate::model::{CachedObject, ObjectRef};
+
+/// What makes two events the same event, for aggregation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct EventKey {
+    plugin: String,
+    regarding: ObjectRef,
+    type_: &'static str,
+    reason: String,
+    message: String,
+}
+
+/// Remembered events for aggregation; past this the memory starts over.
+const MAX_REMEMBERED_EVENTS: usize = 4096;
+
+impl Writer {
+    /// Records a Warning event on `key` for a failed reconcile, so that
+    /// `kubectl describe` shows it next to the object. Repeats aggregate.
+    pub async fn report_failure(
+        &self,
+        manifest: &Manifest,
+        key: &ObjectRef,
+        primary: Option<&CachedObject>,
+        message: String,
+    ) {
+        let event = Event {
+            type_: EventType::Warning,
+            reason: "ReconcileFailed".into(),
+            message,
+            regarding: None,
+        };
+        self.record(manifest, key, primary, &event).await;
+    }
+
+    /// Records an event; failures are logged, never returned.
+    pub(super) async fn record(
+        &self,
+        manifest: &Manifest,
+        key: &ObjectRef,
+        primary: Option<&CachedObject>,
+        event: &Event,
+    ) {
+        let regarding = event.regarding.clone().unwrap_or_else(|| key.clone());
+        let uid = (regarding == *key)
+            .then(|| primary.map(|p| p.uid().to_owned()))
+            .flatten();
+        let type_ = match event.type_ {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        };
+        let event_key = EventKey {
+            plugin: manifest.name.clone(),
+            regarding: regarding.clone(),
+            type_,
+            reason: event.reason.clone(),
+            message: event.message.clone(),
+        };
+        let namespace = regarding
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let (agent, manager) = identity(&manifest.name);
+        let now = rfc3339(SystemTime::now());
+        let previous = self
+            .events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&event_key)
+            .cloned();
+        if let Some((ns, name, count)) = previous {
+            let path = format!(
+                "/api/v1/namespaces/{}/events/{}",
+                segment(&ns),
+                segment(&name)
+            );
+            let patch = json!({"count": count + 1, "lastTimestamp": now});
+            match self.merge_patch(&path, &manager, &agent, &patch).await {
+                Ok(_) => {
+                    self.remember(event_key, ns, name, count + 1);
+                    return;
+                }
+                Err(e) if e.is_not_found() => {}
+                Err(e) => {
+                    tracing::warn!(plugin = %manifest.name, error = %e, "could not update event");
+                    return;
+                }
+            }
+        }
+        let mut involved = json!({"apiVersion": regarding.api_version, "kind": regarding.kind, "name": regarding.name});
+        if let Some(ns) = &regarding.namespace {
+            involved["namespace"] = json!(ns);
+        }
+        if let Some(uid) = uid {
+            involved["uid"] = json!(uid);
+        }
+        let component = format!("windlass/{}", manifest.name);
+        let body = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": format!("{}.", regarding.name), "namespace": namespace},
+            "involvedObject": involved,
+            "type": type_, "reason": event.reason, "message": event.message,
+            "source": {"component": component},
+            "reportingComponent": component, "reportingInstance": component,
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        });
+        let path = format!("/api/v1/namespaces/{}/events", segment(&namespace));
+        match self
+            .send(
+                Method::POST,
+                &path,
+                &manager,
+                &agent,
+                &body,
+                "application/json",
+            )
+            .await
+        {
+            Ok(created) => {
+                if let Some(name) = created.pointer("/metadata/name").and_then(Value::as_str) {
+                    self.remember(event_key, namespace, name.to_owned(), 1);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(plugin = %manifest.name, error = %e, "could not record event")
+            }
+        }
+    }
+
+    fn remember(&self, key: EventKey, namespace: String, name: String, count: u32) {
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        if events.len() >= MAX_REMEMBERED_EVENTS && !events.contains_key(&key) {
+            events.clear();
+        }
+        events.insert(key, (namespace, name, count));
+    }
+}
+
+/// `SystemTime` as an RFC 3339 UTC timestamp with second precision.
+fn rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339() {
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        assert_eq!(rfc3339(t), "2026-11-18T11:06:40Z");
+        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
+    }
+}

@@ -1,0 +1,499 @@
+//! `windlass plugin rbac` against what the example plugins really do: the
+//! chain (deployment, replicaset, scheduler, kubelet, and resourcequota
+//! keeping a quota's usage) runs on one embedded
+//! API server, each plugin in its own `windlass run` behind its own
+//! recording proxy, so every request is attributed to its plugin. Each
+//! request must be allowed by the rules generated for that plugin alone (as
+//! a cluster's RBAC authorizer would match them), and the rules must be
+//! exactly the ones its manifest declares — nothing more.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use windlass_tests::authz::{self, Attributes, Role};
+use windlass_tests::{Cluster, Recorder, Server};
+
+const PLUGINS: [&str; 5] = [
+    "deployment",
+    "replicaset",
+    "scheduler",
+    "kubelet",
+    "resourcequota",
+];
+const WAIT: Duration = Duration::from_secs(120);
+
+fn example(name: &str) -> String {
+    format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// What each example plugin's manifest declares, as rules: `scope group
+/// resource verbs`, `*` being the ClusterRole. Written out by hand from the
+/// manifests in `plugins/*/src/lib.rs`, so that a change in what
+/// `plugin rbac` grants shows up here for review.
+fn expected(plugin: &str) -> Vec<&'static str> {
+    match plugin {
+        // reconciles apps/v1 Deployment, owns apps/v1 ReplicaSet
+        "deployment" => vec![
+            r#"* "" events create,patch"#,
+            r#"* "apps" deployments create,update,patch,delete"#,
+            r#"* "apps" deployments get,list,watch"#,
+            r#"* "apps" deployments/finalizers update"#,
+            r#"* "apps" deployments/status update,patch"#,
+            r#"* "apps" replicasets create,update,patch,delete"#,
+            r#"* "apps" replicasets get,list,watch"#,
+            r#"* "apps" replicasets/status update,patch"#,
+        ],
+        // reconciles apps/v1 ReplicaSet, owns v1 Pod
+        "replicaset" => vec![
+            r#"* "" events create,patch"#,
+            r#"* "" pods create,update,patch,delete"#,
+            r#"* "" pods get,list,watch"#,
+            r#"* "" pods/status update,patch"#,
+            r#"* "apps" replicasets create,update,patch,delete"#,
+            r#"* "apps" replicasets get,list,watch"#,
+            r#"* "apps" replicasets/finalizers update"#,
+            r#"* "apps" replicasets/status update,patch"#,
+        ],
+        // reconciles unbound v1 Pods, reads v1 Node and v1 Pod, writes pods/binding
+        "scheduler" => vec![
+            r#"* "" events create,patch"#,
+            r#"* "" nodes get,list,watch"#,
+            r#"* "" pods create,update,patch,delete"#,
+            r#"* "" pods get,list,watch"#,
+            r#"* "" pods/binding create"#,
+            r#"* "" pods/status update,patch"#,
+        ],
+        // reconciles simulated v1 Nodes, reads bound v1 Pods and the Leases
+        // of kube-node-lease, writes v1 Pod and those Leases
+        "kubelet" => vec![
+            r#"* "" events create,patch"#,
+            r#"* "" nodes create,update,patch,delete"#,
+            r#"* "" nodes get,list,watch"#,
+            r#"* "" nodes/status update,patch"#,
+            r#"* "" pods create,update,patch,delete"#,
+            r#"* "" pods get,list,watch"#,
+            r#"* "" pods/status update,patch"#,
+            r#"kube-node-lease "coordination.k8s.io" leases create,update,patch,delete"#,
+            r#"kube-node-lease "coordination.k8s.io" leases get,list,watch"#,
+        ],
+        // reconciles v1 ResourceQuota, reads what quotas count
+        "resourcequota" => vec![
+            r#"* "" configmaps get,list,watch"#,
+            r#"* "" events create,patch"#,
+            r#"* "" persistentvolumeclaims get,list,watch"#,
+            r#"* "" pods get,list,watch"#,
+            r#"* "" replicationcontrollers get,list,watch"#,
+            r#"* "" resourcequotas create,update,patch,delete"#,
+            r#"* "" resourcequotas get,list,watch"#,
+            r#"* "" resourcequotas/status update,patch"#,
+            r#"* "" secrets get,list,watch"#,
+            r#"* "" services get,list,watch"#,
+            r#"* "apps" daemonsets get,list,watch"#,
+            r#"* "apps" deployments get,list,watch"#,
+            r#"* "apps" replicasets get,list,watch"#,
+            r#"* "apps" statefulsets get,list,watch"#,
+            r#"* "batch" cronjobs get,list,watch"#,
+            r#"* "batch" jobs get,list,watch"#,
+        ],
+        other => panic!("no expectations for {other}"),
+    }
+}
+
+/// The rules of `roles` in the form of [`expected`].
+fn summary(roles: &[Role]) -> Vec<String> {
+    let mut out: Vec<String> = roles
+        .iter()
+        .flat_map(|role| {
+            let scope = role.namespace.clone().unwrap_or_else(|| "*".into());
+            role.rules.iter().flat_map(move |rule| {
+                let scope = scope.clone();
+                rule.api_groups.iter().flat_map(move |group| {
+                    let scope = scope.clone();
+                    rule.resources.iter().map(move |resource| {
+                        format!("{scope} {group:?} {resource} {}", rule.verbs.join(","))
+                    })
+                })
+            })
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// `windlass plugin rbac` of one built plugin: its YAML documents.
+fn generated(plugin: &str) -> (String, Vec<Value>) {
+    let out = Command::new(env!("CARGO_BIN_EXE_windlass"))
+        .args(["plugin", "rbac"])
+        .arg(windlass_tests::plugin(plugin))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "plugin rbac {plugin}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    let docs = serde_yaml_ng::Deserializer::from_str(&yaml)
+        .map(|d| serde::Deserialize::deserialize(d).expect("plugin rbac prints YAML"))
+        .collect();
+    (yaml, docs)
+}
+
+fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: Option<&str>) -> String {
+    let mut child = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl is installed");
+    if let Some(input) = stdin {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a str> {
+    object["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)?["status"]
+        .as_str()
+}
+
+/// Polls `check` until it holds; fails with what it last said after [`WAIT`].
+async fn eventually(
+    what: &str,
+    hosts: &[(&str, Recorder, Cluster)],
+    mut check: impl FnMut() -> Result<(), String>,
+) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match check() {
+            Ok(()) => return,
+            Err(last) if Instant::now() > deadline => {
+                let logs: Vec<String> = hosts
+                    .iter()
+                    .map(|(name, _, c)| format!("--- {name}:\n{}", c.log()))
+                    .collect();
+                panic!(
+                    "{what}: not within {WAIT:?}; last: {last}\n{}",
+                    logs.join("\n")
+                );
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(300)).await,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let direct = dir.path().join("direct.kubeconfig");
+    std::fs::write(&direct, server.kubeconfig()).unwrap();
+
+    // One host per plugin, each behind its own recorder.
+    let mut hosts = Vec::new();
+    for plugin in PLUGINS {
+        let recorder = Recorder::start(server.addr()).await;
+        let kubeconfig = dir.path().join(format!("{plugin}.kubeconfig"));
+        std::fs::write(
+            &kubeconfig,
+            recorder.kubeconfig(&server.kubeconfig(), server.addr()),
+        )
+        .unwrap();
+        let cluster = tokio::task::spawn_blocking(move || {
+            Cluster::start(
+                env!("CARGO_BIN_EXE_windlass"),
+                &[plugin],
+                Server::Kubeconfig(&kubeconfig),
+            )
+        })
+        .await
+        .unwrap();
+        hosts.push((plugin, recorder, cluster));
+    }
+
+    // Drive the chain through what each plugin does: create, schedule and
+    // run pods, fail to schedule one, roll out (scale down, delete pods),
+    // and delete the Deployment.
+    let k = |args: &[&str]| kubectl(&direct, args, None);
+    let pods = |k: &dyn Fn(&[&str]) -> String| -> Vec<Value> {
+        let list: Value =
+            serde_json::from_str(&k(&["get", "pods", "-n", "shop", "-o", "json"])).unwrap();
+        list["items"].as_array().cloned().unwrap_or_default()
+    };
+    k(&["apply", "-f", &example("nodes.yaml")]);
+    k(&["apply", "-f", &example("namespace.yaml")]);
+    // A quota the resourcequota plugin keeps the usage of (roomy enough
+    // for the rollout's surge).
+    k(&["-n", "shop", "create", "quota", "shop", "--hard=pods=20"]);
+    k(&["apply", "-f", &example("deployment.yaml")]);
+    eventually("the quota's usage is kept", &hosts, || {
+        let quota: Value =
+            serde_json::from_str(&k(&["-n", "shop", "get", "quota", "shop", "-o", "json"]))
+                .unwrap();
+        quota["status"]["used"]["pods"]
+            .is_string()
+            .then_some(())
+            .ok_or(format!("{}", quota["status"]))
+    })
+    .await;
+    eventually("3 pods Running", &hosts, || {
+        let all = pods(&k);
+        let running = all
+            .iter()
+            .filter(|p| p["status"]["phase"] == "Running" && condition(p, "Ready") == Some("True"))
+            .count();
+        (running == 3 && all.len() == 3)
+            .then_some(())
+            .ok_or(format!("{running} running of {}", all.len()))
+    })
+    .await;
+    k(&["-n", "shop", "scale", "deploy/web", "--replicas=4"]);
+    eventually("a fourth pod that cannot be scheduled", &hosts, || {
+        let all = pods(&k);
+        all.iter()
+            .any(|p| condition(p, "PodScheduled") == Some("False"))
+            .then_some(())
+            .ok_or(format!("{} pods", all.len()))
+    })
+    .await;
+    k(&["-n", "shop", "scale", "deploy/web", "--replicas=3"]);
+    k(&["-n", "shop", "set", "image", "deploy/web", "web=nginx:1.28"]);
+    eventually("the rollout completes", &hosts, || {
+        let all = pods(&k);
+        let updated = all
+            .iter()
+            .filter(|p| {
+                p["spec"]["containers"][0]["image"] == "nginx:1.28"
+                    && p["status"]["phase"] == "Running"
+            })
+            .count();
+        (updated == 3 && all.len() == 3)
+            .then_some(())
+            .ok_or(format!("{updated} updated of {}", all.len()))
+    })
+    .await;
+    k(&["-n", "shop", "delete", "deploy/web", "--wait=false"]);
+    eventually("the pods are gone", &hosts, || {
+        let n = pods(&k).len();
+        (n == 0).then_some(()).ok_or(format!("{n} pods"))
+    })
+    .await;
+
+    let mut failures = Vec::new();
+    for (plugin, recorder, cluster) in hosts {
+        tokio::task::spawn_blocking(move || cluster.stop())
+            .await
+            .unwrap();
+        let (yaml, docs) = generated(plugin);
+        let roles = Role::from_documents(&docs);
+
+        // The rules are exactly what the manifest declares.
+        let mut want: Vec<String> = expected(plugin).into_iter().map(str::to_owned).collect();
+        want.sort();
+        assert_eq!(
+            summary(&roles),
+            want,
+            "plugin rbac {plugin} printed:\n{yaml}"
+        );
+        // Every rule says who needs it, and every role is bound.
+        for doc in docs
+            .iter()
+            .filter(|d| matches!(d["kind"].as_str(), Some("Role" | "ClusterRole")))
+        {
+            let binding = format!("{}Binding", doc["kind"].as_str().unwrap());
+            assert!(
+                docs.iter().any(|b| b["kind"] == binding.as_str()
+                    && b["roleRef"]["name"] == doc["metadata"]["name"]),
+                "{plugin}: no {binding} for {}",
+                doc["metadata"]["name"]
+            );
+        }
+        let rules = yaml.matches("- apiGroups:").count();
+        let comments = yaml.matches(&format!("\n# {plugin}: ")).count();
+        assert!(
+            comments >= rules,
+            "{plugin}: {rules} rules but {comments} comments:\n{yaml}"
+        );
+        // And a real API server takes them as RBAC objects.
+        kubectl(
+            &direct,
+            &["apply", "--dry-run=server", "-f", "-"],
+            Some(&yaml),
+        );
+
+        // Every request the plugin's host made is allowed by them.
+        let requests: Vec<_> = recorder
+            .requests()
+            .into_iter()
+            .filter(|r| !r.user_agent.starts_with("kubectl"))
+            .collect();
+        assert!(!requests.is_empty(), "{plugin}: no requests recorded");
+        let mut touched: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for r in &requests {
+            let attributes = authz::attributes(&r.method, &r.path);
+            match &attributes {
+                // Discovery: the host's own need, granted by deploy/kubernetes.
+                Attributes::NonResource { verb, path } => {
+                    assert!(
+                        verb == "get"
+                            && (path == "/api"
+                                || path == "/apis"
+                                || path.starts_with("/api/")
+                                || path.starts_with("/apis/")),
+                        "{plugin}: an unexpected non-resource request {verb} {path}"
+                    );
+                    continue;
+                }
+                Attributes::Resource {
+                    verb,
+                    resource,
+                    subresource,
+                    ..
+                } => {
+                    let key = match subresource {
+                        Some(sub) => format!("{resource}/{sub}"),
+                        None => resource.clone(),
+                    };
+                    touched.entry(key).or_default().push(verb.clone());
+                    // Writes name their plugin; reads are the shared informers'.
+                    if !matches!(verb.as_str(), "get" | "list" | "watch") {
+                        assert_eq!(
+                            r.user_agent,
+                            format!("windlass/{plugin}"),
+                            "{} {}",
+                            r.method,
+                            r.path
+                        );
+                    }
+                }
+            }
+            if !authz::allows(&roles, &attributes) {
+                failures.push(format!(
+                    "{plugin}: {} {} ({attributes}) is not allowed by:\n{yaml}",
+                    r.method, r.path
+                ));
+            }
+        }
+        // Every rule was needed: its resource was touched. Not checked: the
+        // finalizers rule (admission checks it, no request names it), the
+        // status of a writable kind (the manifest lets the plugin write it,
+        // whether or not this one does: `deployment` never writes a
+        // ReplicaSet's status), and events (every plugin's failed reconciles
+        // are recorded; `resourcequota` has none here).
+        for role in &roles {
+            for rule in &role.rules {
+                let checked = |r: &&String| {
+                    !r.ends_with("/finalizers") && !r.ends_with("/status") && *r != "events"
+                };
+                for resource in rule.resources.iter().filter(checked) {
+                    assert!(
+                        touched.contains_key(resource),
+                        "{plugin}: the rule for {resource} was never used; touched: {touched:?}"
+                    );
+                }
+            }
+        }
+        eprintln!(
+            "{plugin}: {} requests, all allowed; touched {touched:?}",
+            requests.len()
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    server.shutdown().await;
+}
+
+/// A plugin run as several instances (`NAME.instances.yaml` beside it) gets
+/// the rules of each instance, under the instance's name: one confined to a
+/// namespace gets a Role there, not a ClusterRole.
+#[test]
+fn instances_get_rules_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = dir.path().join("replicaset.wasm");
+    std::fs::copy(windlass_tests::plugin("replicaset"), &wasm).unwrap();
+    std::fs::write(
+        dir.path().join("replicaset.instances.yaml"),
+        "instances:\n- name: rs-team-a\n  namespace: team-a\n- name: rs-team-b\n  namespace: team-b\n  labelSelector: tier=web\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_windlass"))
+        .args(["plugin", "rbac"])
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&yaml)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let roles = Role::from_documents(&docs);
+    let mut want: Vec<String> = ["team-a", "team-b"]
+        .iter()
+        .flat_map(|ns| {
+            [
+                r#""" events create,patch"#,
+                r#""" pods create,update,patch,delete"#,
+                r#""" pods get,list,watch"#,
+                r#""" pods/status update,patch"#,
+                r#""apps" replicasets create,update,patch,delete"#,
+                r#""apps" replicasets get,list,watch"#,
+                r#""apps" replicasets/finalizers update"#,
+                r#""apps" replicasets/status update,patch"#,
+            ]
+            .map(|rule| format!("{ns} {rule}"))
+        })
+        .collect();
+    want.sort();
+    assert_eq!(summary(&roles), want, "{yaml}");
+    assert!(
+        yaml.contains("# rs-team-b: reconciles apps/v1 ReplicaSet (tier=web)\n"),
+        "{yaml}"
+    );
+    assert!(!yaml.contains("kind: ClusterRole"), "{yaml}");
+
+    // A broken instances file is named, and nothing is printed.
+    std::fs::write(
+        dir.path().join("replicaset.instances.yaml"),
+        "instances: []\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_windlass"))
+        .args(["plugin", "rbac"])
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("replicaset.instances.yaml: `instances` is empty"),
+        "{stderr}"
+    );
+}
