@@ -5,104 +5,32 @@
 
 mod common;
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-
+use common::kubectl::Kube;
 use serde_json::{Value, json};
-use windlass_apiserver::{Config, RunningServer, start};
-
-const KUBECTL: &str = "/usr/bin/kubectl";
 
 const COMPUTE_RESOURCES: &str = include_str!("../../examples/compute-resources.yaml");
 const OBJECT_COUNTS: &str = include_str!("../../examples/object-counts.yaml");
 const LIMIT_RANGE_AS_WRITTEN: &str = include_str!("../../examples/mem-cpu-res-limit.yaml");
 const LIMIT_RANGE: &str = include_str!("../../examples/mem-cpu-res-limit-fixed.yaml");
 
-/// A server and a kubeconfig for the real kubectl.
-struct Kube {
-    dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-    server: RunningServer,
+/// What these tests do often with kubectl.
+trait Governance {
+    fn apply(&self, ns: &str, yaml: &str) -> String;
+    fn apply_fails(&self, ns: &str, yaml: &str) -> String;
+    fn namespace(&self, ns: &str);
 }
 
-impl Kube {
-    async fn new() -> Self {
-        let server = start(Config::new().in_memory())
-            .await
-            .expect("server starts");
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        server.write_kubeconfig(&kubeconfig).unwrap();
-        Self {
-            dir,
-            kubeconfig,
-            server,
-        }
-    }
-
-    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = Command::new(KUBECTL)
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args)
-            .env("HOME", self.dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubectl runs");
-        if let Some(input) = stdin {
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        }
-        drop(child.stdin.take());
-        child.wait_with_output().unwrap()
-    }
-
-    /// Runs and asserts success; returns stdout.
-    fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let out = self.run(args, stdin);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed:\nstdout: {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Runs and asserts failure; returns stderr.
-    fn fail(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let out = self.run(args, stdin);
-        assert!(
-            !out.status.success(),
-            "kubectl {args:?} unexpectedly succeeded: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    }
-
+impl Governance for Kube {
     fn apply(&self, ns: &str, yaml: &str) -> String {
-        self.ok(&["apply", "-n", ns, "-f", "-"], Some(yaml))
+        self.ok_in(&["apply", "-n", ns, "-f", "-"], Some(yaml))
     }
 
     fn apply_fails(&self, ns: &str, yaml: &str) -> String {
         self.fail(&["apply", "-n", ns, "-f", "-"], Some(yaml))
     }
 
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = args.to_vec();
-        a.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&a, None)).unwrap()
-    }
-
     fn namespace(&self, ns: &str) {
-        self.ok(&["create", "namespace", ns], None);
+        self.ok(&["create", "namespace", ns]);
     }
 }
 
@@ -199,7 +127,7 @@ async fn limit_range_defaults_bounds_and_self_contradiction() {
         "{err}"
     );
 
-    let describe = k.ok(
+    let describe = k.ok_in(
         &[
             "describe",
             "limitrange",
@@ -259,7 +187,7 @@ async fn compute_quota_refuses_and_describes() {
         quota["status"]["used"],
         json!({"limits.cpu": "2", "limits.memory": "800Mi", "pods": "4", "requests.cpu": "1", "requests.memory": "400Mi"})
     );
-    let describe = k.ok(
+    let describe = k.ok_in(
         &["describe", "quota", "compute-resources", "-n", "team-a"],
         None,
     );
@@ -280,7 +208,7 @@ async fn object_counts_and_a_quota_counting_what_exists() {
     let k = Kube::new().await;
     k.namespace("team-b");
     for i in 0..3 {
-        k.ok(
+        k.ok_in(
             &["create", "configmap", &format!("early-{i}"), "-n", "team-b"],
             None,
         );
@@ -291,7 +219,7 @@ async fn object_counts_and_a_quota_counting_what_exists() {
     assert_eq!(quota["status"]["used"]["configmaps"], "3");
     assert_eq!(quota["status"]["hard"]["services.loadbalancers"], "2");
     for i in 3..10 {
-        k.ok(
+        k.ok_in(
             &["create", "configmap", &format!("cm-{i}"), "-n", "team-b"],
             None,
         );
@@ -302,7 +230,7 @@ async fn object_counts_and_a_quota_counting_what_exists() {
         err.contains(r#"configmaps "cm-10" is forbidden: exceeded quota: object-counts, requested: configmaps=1, used: configmaps=10, limited: configmaps=10"#),
         "{err}"
     );
-    let describe = k.ok(
+    let describe = k.ok_in(
         &["describe", "quota", "object-counts", "-n", "team-b"],
         None,
     );
@@ -311,7 +239,7 @@ async fn object_counts_and_a_quota_counting_what_exists() {
     assert!(row(&rows, &["services", "0", "10"]), "{describe}");
 
     // Raising the limit takes effect at once: the edit recomputes status.
-    k.ok(
+    k.ok_in(
         &[
             "patch",
             "quota",
@@ -324,7 +252,7 @@ async fn object_counts_and_a_quota_counting_what_exists() {
         ],
         None,
     );
-    k.ok(&["create", "configmap", "cm-10", "-n", "team-b"], None);
+    k.ok_in(&["create", "configmap", "cm-10", "-n", "team-b"], None);
     let quota = k.json(&["get", "quota", "object-counts", "-n", "team-b"]);
     assert_eq!(quota["status"]["used"]["configmaps"], "11");
     assert_eq!(quota["status"]["hard"]["configmaps"], "11");

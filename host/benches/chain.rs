@@ -16,7 +16,7 @@
 //! controller manager and kubelets; kube-scheduler's own CI floor (810
 //! pods/s at 5,000 nodes, scheduling alone) is the yardstick the issue gives.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 use windlass::contract::Request;
 use windlass::offline::{StaticCache, request_for};
 use windlass::runtime::{Runtime, RuntimeConfig};
+use windlass_tests::{free_port, http_get};
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
@@ -272,7 +273,11 @@ impl Host {
         let plugins = dir.join("plugins");
         std::fs::create_dir_all(&plugins).unwrap();
         for name in PLUGINS {
-            std::fs::copy(plugin_path(name), plugins.join(format!("{name}.wasm"))).unwrap();
+            std::fs::copy(
+                windlass_tests::plugin(name),
+                plugins.join(format!("{name}.wasm")),
+            )
+            .unwrap();
         }
         let log = std::fs::File::create(dir.join("host.log")).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_windlass"))
@@ -356,7 +361,7 @@ fn decision_costs(nodes: usize) -> Vec<(usize, usize, f64)> {
     })
     .expect("runtime");
     let plugin = rt
-        .load_file(&plugin_path("scheduler"))
+        .load_file(&windlass_tests::plugin("scheduler"))
         .expect("the scheduler loads");
     let mut out = Vec::new();
     for n in [100, 1_000, 5_000] {
@@ -411,19 +416,6 @@ fn pod(name: &str, node: Option<&str>) -> Value {
     p
 }
 
-fn plugin_path(name: &str) -> PathBuf {
-    let dir = std::env::var_os("WINDLASS_PLUGINS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"));
-    let path = dir.join(format!("{name}.wasm"));
-    assert!(
-        path.is_file(),
-        "{} is missing: run `cargo xtask build-plugins` first, or use `cargo xtask bench`",
-        path.display()
-    );
-    path
-}
-
 async fn post(http: &HttpClient, url: &str, body: &Value) {
     let req = hyper::Request::post(url)
         .header("content-type", "application/json")
@@ -472,28 +464,6 @@ async fn wait_until(
 
 fn items(list: &Value) -> Vec<Value> {
     list["items"].as_array().cloned().unwrap_or_default()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let code = response.get(9..12)?.parse().ok()?;
-    Some((code, response.split_once("\r\n\r\n")?.1.to_owned()))
 }
 
 fn thousands(n: usize) -> String {

@@ -5,43 +5,12 @@
 //! `--health-probe-bind-address`, and `--log-format=json` lines that parse
 //! as JSON and carry the reconcile's plugin and key.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let code = response.get(9..12)?.parse().ok()?;
-    Some((code, response.split_once("\r\n\r\n")?.1.to_owned()))
-}
+use windlass_tests::{Running, free_port, http_get, kubectl_ok};
 
 fn wait_for(what: &str, log: &Path, mut check: impl FnMut() -> Result<(), String>) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -122,17 +91,7 @@ fn flags_from_the_environment_conventional_metrics_probes_and_json_logs() {
         },
     );
     let kubectl = |args: &[&str]| {
-        let out = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        kubectl_ok(&kubeconfig, args, None);
     };
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/replicaset.yaml");
     kubectl(&["apply", "-f", manifest.to_str().unwrap()]);

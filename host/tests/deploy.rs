@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use windlass_tests::{Cluster, Server};
+use windlass_tests::{Cluster, Server, free_port, http_get};
 
 fn deploy(dir: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -252,21 +252,6 @@ fn example_overlay() -> (tempfile::TempDir, PathBuf) {
     (dir, overlay)
 }
 
-/// A plain HTTP GET on loopback: status and body.
-fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let code = response.get(9..12)?.parse().ok()?;
-    Some((code, response.split_once("\r\n\r\n")?.1.to_owned()))
-}
-
 /// The RBAC the overlay binds to the host's ServiceAccount is exactly what
 /// `windlass plugin rbac` derives for the shipped plugins (so it covers
 /// every rule each plugin needs, which `plugin_rbac.rs` checks against
@@ -430,11 +415,7 @@ fn the_example_plugins_overlay_renders_applies_and_runs() {
     };
     let cache = dir.path().join("cache");
     std::fs::create_dir(&cache).unwrap();
-    let admin = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .to_string();
+    let admin = free_port();
     let args: Vec<String> = container["args"]
         .as_array()
         .unwrap()
@@ -442,7 +423,7 @@ fn the_example_plugins_overlay_renders_applies_and_runs() {
         .map(|a| {
             let a = a.as_str().unwrap();
             if a.starts_with("--admin") {
-                return format!("--admin={admin}");
+                return format!("--admin=127.0.0.1:{admin}");
             }
             a.replace(&mount("plugins"), plugins.to_str().unwrap())
                 .replace(&mount("cache"), cache.to_str().unwrap())
@@ -459,7 +440,7 @@ fn the_example_plugins_overlay_renders_applies_and_runs() {
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     let loaded = loop {
-        let rows: Option<Vec<Value>> = http_get(&admin, "/plugins")
+        let rows: Option<Vec<Value>> = http_get(admin, "/plugins")
             .and_then(|(_, body)| serde_json::from_str(&body).ok())
             .filter(|rows: &Vec<Value>| {
                 rows.len() == EXAMPLES.len() && rows.iter().all(|r| r["synced"] == true)
@@ -472,7 +453,7 @@ fn the_example_plugins_overlay_renders_applies_and_runs() {
             let _ = host.kill();
             panic!(
                 "the plugins did not load and sync ({exited:?}): {:?}\nlog:\n{}",
-                http_get(&admin, "/plugins"),
+                http_get(admin, "/plugins"),
                 std::fs::read_to_string(&log).unwrap_or_default()
             );
         }
@@ -483,8 +464,8 @@ fn the_example_plugins_overlay_renders_applies_and_runs() {
     let mut want = EXAMPLES.to_vec();
     want.sort();
     assert_eq!(names, want);
-    assert_eq!(http_get(&admin, "/readyz").map(|r| r.0), Some(200));
-    assert_eq!(http_get(&admin, "/healthz").map(|r| r.0), Some(200));
+    assert_eq!(http_get(admin, "/readyz").map(|r| r.0), Some(200));
+    assert_eq!(http_get(admin, "/healthz").map(|r| r.0), Some(200));
     // Out of a cluster, the Lease goes to the default namespace.
     let lease = c.json(&["lease", "windlass", "-n", "default"]);
     assert!(lease["spec"]["holderIdentity"].is_string(), "{lease}");

@@ -8,12 +8,12 @@
 //! exactly the ones its manifest declares — nothing more.
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use windlass_tests::authz::{self, Attributes, Role};
-use windlass_tests::{Cluster, Recorder, Server};
+use windlass_tests::{Cluster, Recorder, Server, kubectl_ok};
 
 const PLUGINS: [&str; 5] = [
     "deployment",
@@ -141,36 +141,6 @@ fn generated(plugin: &str) -> (String, Vec<Value>) {
     (yaml, docs)
 }
 
-fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: Option<&str>) -> String {
-    let mut child = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl is installed");
-    if let Some(input) = stdin {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-    }
-    drop(child.stdin.take());
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "kubectl {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a str> {
     object["status"]["conditions"]
         .as_array()?
@@ -238,7 +208,7 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
     // Drive the chain through what each plugin does: create, schedule and
     // run pods, fail to schedule one, roll out (scale down, delete pods),
     // and delete the Deployment.
-    let k = |args: &[&str]| kubectl(&direct, args, None);
+    let k = |args: &[&str]| kubectl_ok(&direct, args, None);
     let pods = |k: &dyn Fn(&[&str]) -> String| -> Vec<Value> {
         let list: Value =
             serde_json::from_str(&k(&["get", "pods", "-n", "shop", "-o", "json"])).unwrap();
@@ -339,7 +309,7 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
             "{plugin}: {rules} rules but {comments} comments:\n{yaml}"
         );
         // And a real API server takes them as RBAC objects.
-        kubectl(
+        kubectl_ok(
             &direct,
             &["apply", "--dry-run=server", "-f", "-"],
             Some(&yaml),

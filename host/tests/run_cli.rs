@@ -4,51 +4,12 @@
 //! stops the host cleanly.
 
 use std::ffi::OsStr;
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let code = response.get(9..12)?.parse().ok()?;
-    let body = response.split_once("\r\n\r\n")?.1.to_owned();
-    Some((code, body))
-}
-
-fn kubectl(kubeconfig: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .output()
-        .expect("kubectl is installed")
-}
+use windlass_tests::{Running, free_port, http_get, kubectl};
 
 fn wait_for(what: &str, timeout: Duration, mut check: impl FnMut() -> Result<(), String>) {
     let deadline = Instant::now() + timeout;
@@ -122,7 +83,11 @@ fn sigterm(running: &mut Running) -> (ExitStatus, String) {
 
 fn apply_example(kubeconfig: &Path) {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/replicaset.yaml");
-    let out = kubectl(kubeconfig, &["apply", "-f", manifest.to_str().unwrap()]);
+    let out = kubectl(
+        kubeconfig,
+        &["apply", "-f", manifest.to_str().unwrap()],
+        None,
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -172,6 +137,7 @@ fn windlass_run_reconciles_what_kubectl_applies() {
         let out = kubectl(
             &kubeconfig,
             &["get", "rs", "web", "-o", "jsonpath={.status.replicas}"],
+            None,
         );
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         if text == "3" { Ok(()) } else { Err(text) }
@@ -253,12 +219,17 @@ fn lease_holder(kubeconfig: &Path) -> String {
             "-o",
             "jsonpath={.spec.holderIdentity}",
         ],
+        None,
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn pods(kubeconfig: &Path) -> usize {
-    let out = kubectl(kubeconfig, &["get", "pods", "-l", "app=web", "-o", "json"]);
+    let out = kubectl(
+        kubeconfig,
+        &["get", "pods", "-l", "app=web", "-o", "json"],
+        None,
+    );
     serde_json::from_slice::<serde_json::Value>(&out.stdout)
         .ok()
         .and_then(|l| l["items"].as_array().map(Vec::len))
@@ -337,7 +308,7 @@ fn replicas_elect_one_leader_and_hand_over_on_sigterm() {
     assert!(status.success(), "exit {status}; log:\n{log}");
     assert!(log.contains("released the lease"), "{log}");
     wait_for_leader(&kubeconfig, &b, "b leads", Duration::from_secs(10));
-    let out = kubectl(&kubeconfig, &["scale", "rs", "web", "--replicas=1"]);
+    let out = kubectl(&kubeconfig, &["scale", "rs", "web", "--replicas=1"], None);
     assert!(
         out.status.success(),
         "{}",

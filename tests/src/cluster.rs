@@ -129,43 +129,13 @@ impl Cluster {
 
     /// Runs kubectl with `args`.
     pub fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args)
-            .output()
-            .expect("kubectl is installed")
+        crate::process::kubectl(&self.kubeconfig, args, None)
     }
 
     /// Runs kubectl with `args` and `stdin`; fails the test, with kubectl's
     /// error, unless it succeeds. Returns its stdout.
     pub fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let mut cmd = Command::new("kubectl");
-        cmd.arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("kubectl is installed");
-        if let Some(input) = stdin {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        }
-        drop(child.stdin.take());
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "kubectl {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        crate::process::kubectl_ok(&self.kubeconfig, args, stdin)
     }
 
     /// `kubectl get ARGS -o json`, parsed.
