@@ -109,19 +109,9 @@ async fn serve(
     let watching = rp.watch || ctx.q.flag("watch");
     let (ct, ua) = (ct.to_owned(), ua.to_owned());
     match (method, rp.name.as_deref(), rp.sub.as_deref()) {
-        (&Method::GET, None, None) if watching => {
-            let f = Filter::parse(&ctx.res, &ctx.q, rp.ns.as_deref(), None)?;
-            watch::serve(
-                &ctx.shared,
-                ctx.res.clone(),
-                &ctx.version,
-                f,
-                &ctx.q,
-                ctx.shape,
-            )
-        }
-        (&Method::GET, Some(name), None) if watching => {
-            let f = Filter::parse(&ctx.res, &ctx.q, rp.ns.as_deref(), Some(name))?;
+        // A watch of the collection, or of one object by name.
+        (&Method::GET, name, None) if watching => {
+            let f = Filter::parse(&ctx.res, &ctx.q, rp.ns.as_deref(), name)?;
             watch::serve(
                 &ctx.shared,
                 ctx.res.clone(),

@@ -187,7 +187,8 @@ impl Host {
     /// file leaves the running version alone. Returns the names that run.
     pub async fn load_file(&self, path: &Path) -> anyhow::Result<Vec<String>> {
         let root = path.parent().unwrap_or(Path::new("/"));
-        let source = match read_source(root, path) {
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let source = match read_source(&root, path) {
             Ok(source) => source,
             Err(e) => {
                 self.record_error(path, e.clone());
@@ -209,37 +210,28 @@ impl Host {
         let loaded =
             tokio::task::spawn_blocking(move || runtime.load_file_with(&file, settings.as_deref()))
                 .await?;
-        let plugin = match loaded {
-            Ok(plugin) => plugin,
-            Err(e) => {
-                self.record_error(path, e.to_string());
-                return Err(e.into());
-            }
-        };
-        match self.install(path, plugin).await {
-            Ok(name) => {
-                self.retire(path, std::slice::from_ref(&name)).await;
-                self.errors
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(path);
-                Ok(name)
-            }
-            Err(e) => {
-                self.record_error(path, format!("{e:#}"));
-                Err(e)
-            }
-        }
+        let plugin = loaded.inspect_err(|e| self.record_error(path, e.to_string()))?;
+        let mut names = self.run(path, vec![plugin]).await?;
+        Ok(names.remove(0))
     }
 
     async fn load_source(&self, path: &Path, source: Source) -> anyhow::Result<Vec<String>> {
-        let plugins = match self.prepare(path, &source).await {
-            Ok(plugins) => plugins,
-            Err(e) => {
-                self.record_error(path, format!("{e:#}"));
-                return Err(e);
-            }
-        };
+        let plugins = self
+            .prepare(path, &source)
+            .await
+            .inspect_err(|e| self.record_error(path, format!("{e:#}")))?;
+        let names = self.run(path, plugins).await?;
+        self.origins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_path_buf(), source.origin);
+        Ok(names)
+    }
+
+    /// Installs the plugins `path` runs as now and stops those it ran
+    /// before under other names. A failure is recorded against the file
+    /// (the others still run); success clears what was recorded.
+    async fn run(&self, path: &Path, plugins: Vec<Plugin>) -> anyhow::Result<Vec<String>> {
         let wanted: Vec<String> = plugins.iter().map(|p| p.name().to_owned()).collect();
         let mut names = Vec::new();
         let mut failed = Vec::new();
@@ -249,21 +241,13 @@ impl Host {
                 Err(e) => failed.push(format!("{e:#}")),
             }
         }
-        // Names this file ran before and runs no more stop now.
         self.retire(path, &wanted).await;
         if !failed.is_empty() {
             let error = failed.join("; ");
             self.record_error(path, error.clone());
             anyhow::bail!(error);
         }
-        self.errors
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(path);
-        self.origins
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(path.to_path_buf(), source.origin);
+        self.clear_error(path);
         Ok(names)
     }
 
@@ -300,6 +284,13 @@ impl Host {
                 .collect()
         })
         .await?
+    }
+
+    fn clear_error(&self, path: &Path) {
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(path);
     }
 
     fn record_error(&self, path: &Path, error: String) {
@@ -449,20 +440,14 @@ impl Host {
                 .values()
                 .any(|(p, _)| p == path);
         if running {
-            self.errors
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(path);
+            self.clear_error(path);
         }
         running
     }
 
     /// Stops the plugins loaded from `path`, after in-flight work drains.
     pub async fn unload_file(&self, path: &Path) {
-        self.errors
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(path);
+        self.clear_error(path);
         self.origins
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -525,10 +510,6 @@ impl Host {
             self.unload_file(&path).await;
         }
         self.errors
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|p, _| !p.starts_with(dir) || present.contains(p.as_path()));
-        self.origins
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|p, _| !p.starts_with(dir) || present.contains(p.as_path()));
@@ -682,10 +663,9 @@ fn scan_dir(dir: &Path) -> std::io::Result<Vec<(PathBuf, Result<Source, String>)
 }
 
 /// A plugin file's source, unless it or its instances file must be refused
-/// or does not parse.
+/// or does not parse. `root` is the plugins directory, canonical.
 fn read_source(root: &Path, path: &Path) -> Result<Source, String> {
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let digest = crate::runtime::hex(&Sha256::digest(read_inside(&root, path, None)?));
+    let digest = crate::runtime::hex(&Sha256::digest(read_inside(root, path, None)?));
     let sidecar = crate::instances::file_for(path);
     if std::fs::symlink_metadata(&sidecar).is_err() {
         return Ok(Source {
@@ -695,7 +675,7 @@ fn read_source(root: &Path, path: &Path) -> Result<Source, String> {
     }
     let named = |e: String| format!("{}: {e}", sidecar.display());
     let bytes =
-        read_inside(&root, &sidecar, Some(crate::instances::MAX_FILE_BYTES)).map_err(named)?;
+        read_inside(root, &sidecar, Some(crate::instances::MAX_FILE_BYTES)).map_err(named)?;
     let text = std::str::from_utf8(&bytes).map_err(|_| named("not UTF-8 text".into()))?;
     let instances = crate::instances::parse(text).map_err(named)?;
     Ok(Source {

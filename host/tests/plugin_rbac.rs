@@ -8,6 +8,7 @@
 //! exactly the ones its manifest declares — nothing more.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -122,16 +123,18 @@ fn summary(roles: &[Role]) -> Vec<String> {
     out
 }
 
-/// `windlass plugin rbac` of one built plugin: its YAML documents.
-fn generated(plugin: &str) -> (String, Vec<Value>) {
+/// `windlass plugin rbac` of one plugin file (and any instances file
+/// beside it): its YAML and documents.
+fn generated(wasm: &Path) -> (String, Vec<Value>) {
     let out = Command::new(env!("CARGO_BIN_EXE_windlass"))
         .args(["plugin", "rbac"])
-        .arg(windlass_tests::plugin(plugin))
+        .arg(wasm)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "plugin rbac {plugin}: {}",
+        "plugin rbac {}: {}",
+        wasm.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     let yaml = String::from_utf8(out.stdout).unwrap();
@@ -278,7 +281,7 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
         tokio::task::spawn_blocking(move || cluster.stop())
             .await
             .unwrap();
-        let (yaml, docs) = generated(plugin);
+        let (yaml, docs) = generated(&windlass_tests::plugin(plugin));
         let roles = Role::from_documents(&docs);
 
         // The rules are exactly what the manifest declares.
@@ -409,20 +412,7 @@ fn instances_get_rules_of_their_own() {
         "instances:\n- name: rs-team-a\n  namespace: team-a\n- name: rs-team-b\n  namespace: team-b\n  labelSelector: tier=web\n",
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_windlass"))
-        .args(["plugin", "rbac"])
-        .arg(&wasm)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let yaml = String::from_utf8(out.stdout).unwrap();
-    let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&yaml)
-        .map(|d| serde::Deserialize::deserialize(d).unwrap())
-        .collect();
+    let (yaml, docs) = generated(&wasm);
     let roles = Role::from_documents(&docs);
     let mut want: Vec<String> = ["team-a", "team-b"]
         .iter()

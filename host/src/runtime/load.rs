@@ -133,19 +133,7 @@ impl Plugin {
     /// since a plugin may shape its manifest from its settings.
     pub fn instance(&self, settings: Option<&str>) -> Result<Plugin, LoadError> {
         let inner = &self.inner;
-        ask_manifest(PluginInner {
-            runtime: inner.runtime.clone(),
-            pre: inner.pre.clone(),
-            inline: inner.inline.clone(),
-            exports: inner.exports.clone(),
-            manifest: inner.manifest.clone(),
-            settings: settings.map(Into::into),
-            digest: inner.digest.clone(),
-            file: inner.file.clone(),
-            // Each instance runs under its own controller: its calls are
-            // scheduled, and counted, on their own.
-            schedule: Default::default(),
-        })
+        ask_manifest(inner.sibling(inner.manifest.clone(), settings.map(Into::into)))
     }
 
     /// The same plugin under a manifest the host reshaped (an instance's
@@ -160,18 +148,27 @@ impl Plugin {
                 reason,
             })?;
         Ok(Plugin {
-            inner: Arc::new(PluginInner {
-                runtime: inner.runtime.clone(),
-                pre: inner.pre.clone(),
-                inline: inner.inline.clone(),
-                exports: inner.exports.clone(),
-                manifest: Arc::new(manifest),
-                settings: inner.settings.clone(),
-                digest: inner.digest.clone(),
-                file: inner.file.clone(),
-                schedule: Default::default(),
-            }),
+            inner: Arc::new(inner.sibling(Arc::new(manifest), inner.settings.clone())),
         })
+    }
+}
+
+impl PluginInner {
+    /// Another plugin over the same compiled and linked code, with this
+    /// manifest and these settings. It runs under its own controller, so
+    /// its calls are scheduled, and counted, on their own.
+    fn sibling(&self, manifest: Arc<Manifest>, settings: Option<Arc<str>>) -> PluginInner {
+        PluginInner {
+            runtime: self.runtime.clone(),
+            pre: self.pre.clone(),
+            inline: self.inline.clone(),
+            exports: self.exports.clone(),
+            manifest,
+            settings,
+            digest: self.digest.clone(),
+            file: self.file.clone(),
+            schedule: Default::default(),
+        }
     }
 }
 

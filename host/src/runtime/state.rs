@@ -325,6 +325,22 @@ pub(crate) fn add_imports(
     linker: &mut Linker<CallState>,
     contract: Contract,
 ) -> wasmtime::Result<()> {
+    // `log` is linked by hand (its message is lifted capped, as `LogText`);
+    // each contract version has its own `Level` type, alike in all but name.
+    macro_rules! log_fn {
+        ($log:ident) => {
+            |mut store: StoreContextMut<'_, CallState>, (level, message): ($log::Level, LogText)| {
+                let level = match level {
+                    $log::Level::Trace => Level::Trace,
+                    $log::Level::Debug => Level::Debug,
+                    $log::Level::Info => Level::Info,
+                    $log::Level::Warn => Level::Warn,
+                    $log::Level::Error => Level::Error,
+                };
+                store.data_mut().log(level, message)
+            }
+        };
+    }
     match contract {
         Contract::V1 => {
             use v1::windlass::controller::{cache, log};
@@ -335,20 +351,7 @@ pub(crate) fn add_imports(
             )?;
             linker
                 .instance("windlass:controller/log@0.1.0")?
-                .func_wrap(
-                    "log",
-                    |mut store: StoreContextMut<'_, CallState>,
-                     (level, message): (log::Level, LogText)| {
-                        let level = match level {
-                            log::Level::Trace => Level::Trace,
-                            log::Level::Debug => Level::Debug,
-                            log::Level::Info => Level::Info,
-                            log::Level::Warn => Level::Warn,
-                            log::Level::Error => Level::Error,
-                        };
-                        store.data_mut().log(level, message)
-                    },
-                )?;
+                .func_wrap("log", log_fn!(log))?;
         }
         Contract::V2 => {
             use v2::windlass::controller::{cache, instance, log};
@@ -360,20 +363,7 @@ pub(crate) fn add_imports(
             )?;
             linker
                 .instance("windlass:controller/log@0.2.0")?
-                .func_wrap(
-                    "log",
-                    |mut store: StoreContextMut<'_, CallState>,
-                     (level, message): (log::Level, LogText)| {
-                        let level = match level {
-                            log::Level::Trace => Level::Trace,
-                            log::Level::Debug => Level::Debug,
-                            log::Level::Info => Level::Info,
-                            log::Level::Warn => Level::Warn,
-                            log::Level::Error => Level::Error,
-                        };
-                        store.data_mut().log(level, message)
-                    },
-                )?;
+                .func_wrap("log", log_fn!(log))?;
         }
     }
     Ok(())

@@ -172,6 +172,10 @@ fn independent_run(
     start: usize,
     default_ns: Option<&str>,
 ) -> usize {
+    // A lone write goes out on its own: no need to look at the cache twice.
+    if start + 1 >= writes.len() {
+        return start + 1;
+    }
     let mut seen = HashSet::new();
     let mut end = start;
     while end < writes.len() {
