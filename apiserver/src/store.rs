@@ -148,6 +148,9 @@ pub(crate) struct State {
     storage: Storage,
     /// Inside [`State::write_together`]: the records to queue as one group.
     group: Option<Vec<(Record, Option<Ack>)>>,
+    /// A write since the last garbage-collection pass may have given it
+    /// work (see [`crate::gc::may_need_pass`]); the first pass always runs.
+    pub(crate) gc_pending: bool,
 }
 
 impl std::fmt::Debug for State {
@@ -241,6 +244,7 @@ impl State {
             bus,
             storage,
             group: None,
+            gc_pending: true,
         }
     }
 
@@ -432,6 +436,11 @@ impl State {
                 (EventType::Deleted, Arc::new(Obj::new(rv, v)))
             }
         };
+        if !self.gc_pending {
+            let new = (typ != EventType::Deleted).then_some(&obj.value);
+            self.gc_pending =
+                crate::gc::may_need_pass(self, ns, prev.as_ref().map(|p| &p.value), new);
+        }
         let line = event_line(typ.as_str(), &obj.bytes);
         let event = Arc::new(Event {
             rv,

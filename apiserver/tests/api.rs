@@ -420,3 +420,74 @@ async fn tokens_are_required_when_set() {
     assert!(server.ca_certificate().is_none());
     assert!(!server.kubeconfig().contains("certificate-authority"));
 }
+
+/// Garbage collection runs only when a write can give it work, so each
+/// case that can must still be collected: a dependent naming an absent
+/// owner (or the wrong uid of a present one), a dependent whose owner is
+/// deleted, and one whose owner is replaced later by an edit of its
+/// references; updates of a well-owned dependent leave it alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_collection_follows_each_write_that_can_need_it() {
+    let server = start(Config::new()).await.unwrap();
+    let http = Http::new(server.addr());
+    let (c, owner) = http.post(CMS, &configmap("owner", 0)).await;
+    assert_eq!(c, 201, "{owner}");
+    let uid = owner["metadata"]["uid"].as_str().unwrap().to_owned();
+    let owned = |name: &str, uid: &str| {
+        let mut cm = configmap(name, 0);
+        cm["metadata"]["ownerReferences"] =
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid}]);
+        cm
+    };
+    for (name, owner_uid) in [("kept", uid.as_str()), ("dangling", "no-such-uid")] {
+        let (c, v) = http.post(CMS, &owned(name, owner_uid)).await;
+        assert_eq!(c, 201, "{v}");
+    }
+    let gone = |name: &'static str| {
+        let http = &http;
+        async move {
+            for _ in 0..100 {
+                if http.get(&format!("{CMS}/{name}")).await.0 == 404 {
+                    return true;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            false
+        }
+    };
+    assert!(
+        gone("dangling").await,
+        "a dependent of an absent owner is collected"
+    );
+    // Edits that leave the references alone do not disturb the dependent.
+    for i in 0..3 {
+        let (c, v) = http
+            .merge_patch(
+                &format!("{CMS}/kept"),
+                &json!({"data": {"i": i.to_string()}}),
+            )
+            .await;
+        assert_eq!(c, 200, "{v}");
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(http.get(&format!("{CMS}/kept")).await.0, 200);
+    // Re-pointed at an owner that is not there: collected.
+    let (c, v) = http.post(CMS, &owned("repointed", uid.as_str())).await;
+    assert_eq!(c, 201, "{v}");
+    let (c, v) = http
+        .merge_patch(
+            &format!("{CMS}/repointed"),
+            &json!({"metadata": {"ownerReferences": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "stale-uid"}]}}),
+        )
+        .await;
+    assert_eq!(c, 200, "{v}");
+    assert!(
+        gone("repointed").await,
+        "re-pointed at a stale uid: collected"
+    );
+    // The owner goes: its dependent follows.
+    let (c, v) = http.delete(&format!("{CMS}/owner")).await;
+    assert_eq!(c, 200, "{v}");
+    assert!(gone("kept").await, "the owner's deletion cascades");
+}

@@ -16,6 +16,7 @@
 //! controller manager and kubelets; kube-scheduler's own CI floor (810
 //! pods/s at 5,000 nodes, scheduling alone) is the yardstick the issue gives.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -229,6 +230,9 @@ async fn rollout(nodes: usize, replicas: usize, anti_affinity: bool) -> Rollout 
         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "bench"}},
             "template": {"metadata": {"labels": {"app": "bench"}}, "spec": spec}}});
     let decisions_before = host.reconciles(admin, "scheduler");
+    let requests_before = host.sums(admin, "rest_client_requests_total", "method");
+    let reconciles_before = host.sums(admin, "windlass_reconciles_total", "plugin");
+    let writes_before = host.sums(admin, "windlass_writes_total", "plugin");
     let cpu_before = host.cpu_seconds();
     let started = Instant::now();
     post(
@@ -248,6 +252,34 @@ async fn rollout(nodes: usize, replicas: usize, anti_affinity: bool) -> Rollout 
     let seconds = started.elapsed().as_secs_f64();
     let cpu = host.cpu_seconds() - cpu_before;
     let decisions = host.reconciles(admin, "scheduler") - decisions_before;
+    // Where the work went, per pod: what the host asked of the server, and
+    // how often each plugin ran.
+    for (what, before, after) in [
+        (
+            "requests",
+            requests_before,
+            host.sums(admin, "rest_client_requests_total", "method"),
+        ),
+        (
+            "reconciles",
+            reconciles_before,
+            host.sums(admin, "windlass_reconciles_total", "plugin"),
+        ),
+        (
+            "writes",
+            writes_before,
+            host.sums(admin, "windlass_writes_total", "plugin"),
+        ),
+    ] {
+        let per_pod: Vec<String> = after
+            .iter()
+            .map(|(k, v)| {
+                let d = v - before.get(k).copied().unwrap_or(0.0);
+                format!("{k} {:.2}", d / replicas as f64)
+            })
+            .collect();
+        eprintln!("{what} per pod: {}", per_pod.join(", "));
+    }
     // Every pod is there, once, Running.
     let pods = get(&http, &format!("{base}/api/v1/namespaces/default/pods")).await;
     let running = items(&pods)
@@ -302,6 +334,26 @@ impl Host {
             assert!(self.0.try_wait().unwrap().is_none(), "the host exited");
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// The host's `series` from `/metrics`, summed by the value of `label`.
+    fn sums(&self, admin: u16, series: &str, label: &str) -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        let Some((_, metrics)) = http_get(admin, "/metrics") else {
+            return out;
+        };
+        let prefix = format!("{series}{{");
+        let key = format!("{label}=\"");
+        for line in metrics.lines().filter(|l| l.starts_with(&prefix)) {
+            let Some(value) = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) else {
+                continue;
+            };
+            let Some(at) = line.find(&key) else { continue };
+            let rest = &line[at + key.len()..];
+            let name = rest.split('"').next().unwrap_or_default();
+            *out.entry(name.to_owned()).or_default() += value;
+        }
+        out
     }
 
     /// Reconciles of `plugin` so far, from `/metrics`.
@@ -458,7 +510,7 @@ async fn wait_until(
             "not done within {timeout:?}: {}",
             url(base)
         );
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -6,7 +6,7 @@
 use std::time::SystemTime;
 
 use http::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{Writer, identity};
 use crate::contract::{Event, EventType, Manifest};
@@ -128,9 +128,10 @@ impl Writer {
             )
             .await
         {
-            Ok(created) => {
-                if let Some(name) = created.pointer("/metadata/name").and_then(Value::as_str) {
-                    self.remember(event_key, namespace, name.to_owned(), 1);
+            Ok(answer) => {
+                let created = super::Created::read(&answer);
+                if !created.name.is_empty() {
+                    self.remember(event_key, namespace, created.name, 1);
                 }
             }
             Err(e) => {

@@ -23,6 +23,7 @@ mod patch;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use http::Method;
 use serde_json::{Map, Value, json};
 
@@ -97,12 +98,8 @@ impl Applied {
 
     /// Notes a create: `r` names the object, `response` is what the server
     /// answered.
-    fn created(&mut self, r: ObjectRef, response: &Value) {
-        let version = response
-            .pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
-            .and_then(|v| v.parse::<u64>().ok());
-        self.created_version = self.created_version.max(version);
+    fn created(&mut self, r: ObjectRef, created: &Created) {
+        self.created_version = self.created_version.max(created.version);
         self.created.push(r);
         self.requests += 1;
     }
@@ -334,8 +331,24 @@ impl Writer {
             }
         }
 
-        for event in &outcome.events {
-            self.record(t.manifest, t.key, t.primary, event).await;
+        // Distinct events go out together; an outcome repeating one records
+        // them in turn, so that the repeat counts on the first.
+        let events = &outcome.events;
+        let distinct = events
+            .iter()
+            .enumerate()
+            .all(|(i, e)| !events[..i].contains(e));
+        if distinct {
+            futures::future::join_all(
+                events
+                    .iter()
+                    .map(|event| self.record(t.manifest, t.key, t.primary, event)),
+            )
+            .await;
+        } else {
+            for event in events {
+                self.record(t.manifest, t.key, t.primary, event).await;
+            }
         }
         Ok(())
     }
@@ -385,16 +398,12 @@ impl Writer {
                     let created = self
                         .create(&collection, manager, agent, desired, owner.as_ref())
                         .await?;
-                    let name = created
-                        .pointer("/metadata/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
                     applied.created(
                         ObjectRef {
                             api_version: api_version.to_owned(),
                             kind: kind.to_owned(),
                             namespace,
-                            name: name.to_owned(),
+                            name: created.name.clone(),
                         },
                         &created,
                     );
@@ -594,7 +603,7 @@ impl Writer {
     }
 
     /// Creates `desired` in `collection`, with the controller owner
-    /// reference when there is one; returns the server's answer.
+    /// reference when there is one; returns what the server named it.
     async fn create(
         &self,
         collection: &str,
@@ -602,19 +611,21 @@ impl Writer {
         agent: &str,
         mut desired: Value,
         owner: Option<&Value>,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Created, ApiError> {
         if let Some(owner) = owner {
             add_owner(&mut desired, owner);
         }
-        self.send(
-            Method::POST,
-            collection,
-            manager,
-            agent,
-            &desired,
-            "application/json",
-        )
-        .await
+        let answer = self
+            .send(
+                Method::POST,
+                collection,
+                manager,
+                agent,
+                &desired,
+                "application/json",
+            )
+            .await?;
+        Ok(Created::read(&answer))
     }
 
     /// Server-side apply of `desired` (JSON is YAML) as the plugin's field
@@ -625,7 +636,7 @@ impl Writer {
         manager: &str,
         agent: &str,
         desired: &Value,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Bytes, ApiError> {
         self.send(
             Method::PATCH,
             &format!("{path}?force=true"),
@@ -643,7 +654,7 @@ impl Writer {
         manager: &str,
         agent: &str,
         patch: &Value,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Bytes, ApiError> {
         self.send(
             Method::PATCH,
             path,
@@ -663,10 +674,9 @@ impl Writer {
         agent: &str,
         body: &Value,
         content_type: &str,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Bytes, ApiError> {
         let sep = if path.contains('?') { '&' } else { '?' };
-        let bytes = self
-            .client
+        self.client
             .request(
                 method,
                 &format!("{path}{sep}{manager}"),
@@ -674,8 +684,7 @@ impl Writer {
                 body.to_string().into_bytes(),
                 Some(agent),
             )
-            .await?;
-        Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+            .await
     }
 
     async fn update_status(
@@ -769,6 +778,39 @@ fn identity(plugin: &str) -> (String, String) {
         format!("windlass/{plugin}"),
         format!("fieldManager=windlass-{plugin}"),
     )
+}
+
+/// What the server named a created object, read from its answer without
+/// building the whole object (the answer is the full object, and only
+/// these two fields are needed).
+#[derive(Debug, Default)]
+pub(super) struct Created {
+    pub(super) name: String,
+    pub(super) version: Option<u64>,
+}
+
+impl Created {
+    fn read(answer: &[u8]) -> Self {
+        #[derive(serde::Deserialize)]
+        struct Answer<'a> {
+            #[serde(borrow, default)]
+            metadata: Meta<'a>,
+        }
+        #[derive(serde::Deserialize, Default)]
+        struct Meta<'a> {
+            #[serde(borrow, default)]
+            name: std::borrow::Cow<'a, str>,
+            #[serde(rename = "resourceVersion", borrow, default)]
+            resource_version: std::borrow::Cow<'a, str>,
+        }
+        let answer: Answer<'_> = serde_json::from_slice(answer).unwrap_or(Answer {
+            metadata: Meta::default(),
+        });
+        Created {
+            name: answer.metadata.name.into_owned(),
+            version: answer.metadata.resource_version.parse().ok(),
+        }
+    }
 }
 
 /// Parses JSON text the runtime already checked; a failure is a bug upstream.
