@@ -1,0 +1,228 @@
+//! Validation as a cluster answers it: `422 Invalid` with kube's field
+//! causes for built-in kinds (container ports, probes, volumes, env, Service
+//! ports) through the real kubectl, and over raw HTTP the shape of the
+//! Status (every cause listed, typed as kube types it).
+
+mod common;
+
+use common::Http;
+use common::kubectl::Kube;
+use serde_json::{Value, json};
+
+const BAD_PORT_DEPLOYMENT: &str = "
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx
+        ports: [{containerPort: 70000}]
+";
+
+/// `kubectl apply` of a Deployment whose container port is out of range
+/// shows kube's message, and nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_apply_of_a_bad_deployment_shows_the_422() {
+    let k = Kube::new().await;
+    let err = k.fail(&["apply", "-f", "-"], Some(BAD_PORT_DEPLOYMENT));
+    assert!(
+        err.contains(
+            "The Deployment \"web\" is invalid: spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive"
+        ),
+        "{err}"
+    );
+    assert!(!k.exists(&["get", "deployment", "web"]));
+    // Server-side apply is held to the same rules.
+    let err = k.fail(
+        &["apply", "--server-side", "-f", "-"],
+        Some(BAD_PORT_DEPLOYMENT),
+    );
+    assert!(
+        err.contains("must be between 1 and 65535, inclusive"),
+        "{err}"
+    );
+}
+
+/// Several problems in one pod: kubectl lists every cause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_lists_every_cause_of_a_bad_pod() {
+    let k = Kube::new().await;
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: web
+    image: nginx
+    ports: [{name: http, containerPort: 80}, {name: http, containerPort: 81, protocol: ICMP}]
+    env: [{name: 'A=B', value: x}]
+    livenessProbe:
+      exec: {command: [ 'true' ]}
+      tcpSocket: {port: 80}
+    readinessProbe: {periodSeconds: -1, httpGet: {port: 80}}
+    volumeMounts: [{name: missing, mountPath: /data}]
+  - name: web
+    image: nginx
+  volumes: [{name: cache}]
+",
+        ),
+    );
+    for cause in [
+        "spec.volumes[0]: Required value: must specify a volume type",
+        "spec.containers[0].ports[1].name: Duplicate value: \"http\"",
+        "spec.containers[0].ports[1].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
+        "spec.containers[0].env[0].name: Invalid value: \"A=B\": a valid environment variable name must consist only of printable ASCII characters other than '='",
+        "spec.containers[0].volumeMounts[0].name: Not found: \"missing\"",
+        "spec.containers[1].name: Duplicate value: \"web\"",
+        "spec.containers[0].livenessProbe.tcpSocket: Forbidden: may not specify more than 1 handler type",
+        "spec.containers[0].readinessProbe.periodSeconds: Invalid value: -1: must be greater than or equal to 0",
+    ] {
+        assert!(err.contains(cause), "missing {cause:?} in:\n{err}");
+    }
+    assert!(!k.exists(&["get", "pod", "p"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_refuses_bad_service_ports() {
+    let k = Kube::new().await;
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: v1
+kind: Service
+metadata: {name: s}
+spec:
+  type: NodePort
+  ports:
+  - {port: 80, nodePort: 30080}
+  - {name: b, port: 80, targetPort: 0}
+",
+        ),
+    );
+    for cause in [
+        "spec.ports[0].name: Required value",
+        "spec.ports[1]: Duplicate value: core.ServicePort{Name:\"\", Protocol:\"TCP\", AppProtocol:(*string)(nil), Port:80, TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}, NodePort:0}",
+    ] {
+        assert!(err.contains(cause), "missing {cause:?} in:\n{err}");
+    }
+    // A ClusterIP service may not ask for a node port.
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: v1
+kind: Service
+metadata: {name: c}
+spec:
+  ports: [{port: 80, nodePort: 30080}]
+",
+        ),
+    );
+    assert!(
+        err.contains(
+            "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"
+        ),
+        "{err}"
+    );
+    // The node port allocator's range.
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: v1
+kind: Service
+metadata: {name: np}
+spec:
+  type: NodePort
+  ports: [{port: 80, nodePort: 80}]
+",
+        ),
+    );
+    assert!(
+        err.contains("spec.ports[0].nodePort: Invalid value: 80: provided port is not in the valid range. The range of valid ports is 30000-32767"),
+        "{err}"
+    );
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: v1
+kind: Service
+metadata: {name: np}
+spec:
+  type: NodePort
+  ports: [{name: http, port: 80, nodePort: 30080}, {name: https, port: 443}]
+",
+        ),
+    );
+}
+
+/// The Status itself: 422, reason `Invalid`, the message listing every
+/// cause in brackets as kube's aggregate prints it, each cause typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_lists_and_types_every_cause() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new())
+        .await
+        .unwrap();
+    let http = Http::new(server.addr());
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "i",
+            "ports": [{"containerPort": 0}, {"containerPort": 8080, "protocol": "ICMP"}]}]}});
+    let (code, s) = http.post("/api/v1/namespaces/default/pods", &pod).await;
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(s["reason"], "Invalid");
+    assert_eq!(
+        s["message"],
+        "Pod \"p\" is invalid: [spec.containers[0].ports[0].containerPort: Required value, spec.containers[0].ports[1].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\"]"
+    );
+    let causes: Vec<(&str, &str)> = s["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["reason"].as_str().unwrap(), c["field"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            (
+                "FieldValueRequired",
+                "spec.containers[0].ports[0].containerPort"
+            ),
+            (
+                "FieldValueNotSupported",
+                "spec.containers[0].ports[1].protocol"
+            ),
+        ]
+    );
+    let (code, _) = http.get("/api/v1/namespaces/default/pods/p").await;
+    assert_eq!(code, 404);
+    // An update is held to the same rules.
+    let good = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80}]}});
+    let (code, stored) = http
+        .post("/api/v1/namespaces/default/services", &good)
+        .await;
+    assert_eq!(code, 201, "{stored}");
+    let mut bad: Value = stored.clone();
+    bad["spec"]["ports"][0]["port"] = json!(0);
+    let (code, s) = http
+        .send(
+            "PUT",
+            "/api/v1/namespaces/default/services/s",
+            "application/json",
+            Some(&bad),
+        )
+        .await;
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(s["details"]["causes"][0]["field"], "spec.ports[0].port");
+}
