@@ -2,7 +2,7 @@
 //! per-kind rules (`pod_spec.rs`, `service.rs`) in kube's words
 //! (`field.rs`).
 
-mod field;
+pub(crate) mod field;
 mod pod_spec;
 mod service;
 

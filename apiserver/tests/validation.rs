@@ -226,3 +226,94 @@ async fn the_status_lists_and_types_every_cause() {
     assert_eq!(code, 422, "{s}");
     assert_eq!(s["details"]["causes"][0]["field"], "spec.ports[0].port");
 }
+
+const WIDGET_CRD: &str = "
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [replicas, size]
+            properties:
+              replicas: {type: integer, minimum: 1}
+              size: {type: string, enum: [small, large]}
+              name: {type: string, maxLength: 5, pattern: '^[a-z]+$'}
+              tags: {type: array, maxItems: 2, items: {type: string}}
+";
+
+/// A custom resource is held to its CRD's value validations: every broken
+/// rule is one cause of one 422, in kube's words; a valid one is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn custom_resources_are_validated_by_their_schema() {
+    let k = Kube::new().await;
+    k.ok_in(&["apply", "-f", "-"], Some(WIDGET_CRD));
+    k.eventually("the Widget kind is served", || {
+        k.exists(&["get", "widgets"])
+    });
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w}
+spec: {replicas: 0, size: huge, name: TOOLONG, tags: [a, b, c]}
+",
+        ),
+    );
+    assert!(err.contains("The Widget \"w\" is invalid:"), "{err}");
+    for cause in [
+        "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1",
+        "spec.size: Unsupported value: \"huge\": supported values: \"small\", \"large\"",
+        "spec.name: Too long: may not be more than 5 bytes",
+        "spec.name: Invalid value: \"TOOLONG\": spec.name in body should match '^[a-z]+$'",
+        "spec.tags: Too many: 3: must have at most 2 items",
+    ] {
+        assert!(err.contains(cause), "missing {cause:?} in:\n{err}");
+    }
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {name: abc}\n"),
+    );
+    assert!(
+        err.contains("spec.replicas: Required value") && err.contains("spec.size: Required value"),
+        "{err}"
+    );
+    assert!(!k.exists(&["get", "widget", "w"]));
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {replicas: 2, size: small}\n"),
+    );
+    // A patch that breaks a rule is refused; the stored object is kept.
+    let err = k.fail(
+        &[
+            "patch",
+            "widget",
+            "w",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"replicas":"two"}}"#,
+        ],
+        None,
+    );
+    assert!(
+        err.contains("spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\""),
+        "{err}"
+    );
+    assert_eq!(
+        k.ok(&["get", "widget", "w", "-o", "jsonpath={.spec.replicas}"]),
+        "2"
+    );
+}
