@@ -317,3 +317,118 @@ spec: {replicas: 0, size: huge, name: TOOLONG, tags: [a, b, c]}
         "2"
     );
 }
+
+/// kube-apiserver's own field-validation test body: unknown fields and
+/// repeated ones, at the top of the spec and deep in a container.
+const REPEATED: &str = r#"{
+    "apiVersion": "apps/v1", "kind": "Deployment",
+    "metadata": {"name": "NAME", "labels": {"app": "nginx"}},
+    "spec": {
+        "unknown1": "val1",
+        "unknownDupe": "valDupe",
+        "unknownDupe": "valDupe2",
+        "paused": true,
+        "paused": false,
+        "selector": {"matchLabels": {"app": "nginx"}},
+        "template": {
+            "metadata": {"labels": {"app": "nginx"}},
+            "spec": {"containers": [{
+                "name": "nginx",
+                "image": "nginx:latest",
+                "unknownNested": "val1",
+                "imagePullPolicy": "Always",
+                "imagePullPolicy": "Never"
+            }]}
+        }
+    }
+}"#;
+
+/// Repeated JSON fields, in each `fieldValidation` mode, reported in the
+/// order of the document beside the unknown ones, as kube reports them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_json_fields_in_each_field_validation_mode() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new())
+        .await
+        .unwrap();
+    let http = Http::new(server.addr());
+    let path = "/apis/apps/v1/namespaces/default/deployments";
+    let body = |name: &str| bytes::Bytes::from(REPEATED.replace("NAME", name));
+    let problems = [
+        "unknown field \"spec.unknown1\"",
+        "unknown field \"spec.unknownDupe\"",
+        "duplicate field \"spec.paused\"",
+        "unknown field \"spec.template.spec.containers[0].unknownNested\"",
+        "duplicate field \"spec.template.spec.containers[0].imagePullPolicy\"",
+    ];
+    let r = http
+        .request(
+            "POST",
+            &format!("{path}?fieldValidation=Strict"),
+            "application/json",
+            "",
+            body("strict"),
+        )
+        .await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        format!(
+            "Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: {}",
+            problems.join(", ")
+        )
+    );
+    let (code, _) = http.get(&format!("{path}/strict")).await;
+    assert_eq!(code, 404, "a refused body stores nothing");
+    let r = http
+        .request(
+            "POST",
+            &format!("{path}?fieldValidation=Warn"),
+            "application/json",
+            "",
+            body("warn"),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.warnings(), problems);
+    let r = http
+        .request(
+            "POST",
+            &format!("{path}?fieldValidation=Ignore"),
+            "application/json",
+            "",
+            body("ignore"),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert!(r.warnings().is_empty(), "{:?}", r.warnings());
+    // The last of a repeated field wins, as Go's decoder has it.
+    assert_eq!(r.body["spec"]["paused"], false);
+    assert_eq!(
+        r.body["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+        "Never"
+    );
+    // An update is read the same way.
+    let mut put = r.body.clone();
+    put["metadata"]["labels"]["v"] = serde_json::json!("2");
+    let text = put
+        .to_string()
+        .replacen("\"replicas\":1", "\"replicas\":1,\"replicas\":2", 1);
+    let r = http
+        .request(
+            "PUT",
+            &format!("{path}/ignore?fieldValidation=Strict"),
+            "application/json",
+            "",
+            bytes::Bytes::from(text),
+        )
+        .await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("strict decoding error: duplicate field \"spec.replicas\""),
+        "{}",
+        r.body
+    );
+}
