@@ -432,3 +432,48 @@ async fn repeated_json_fields_in_each_field_validation_mode() {
         r.body
     );
 }
+
+const HPA_V1: &str = "
+apiVersion: autoscaling/v1
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 1
+  maxReplicas: 5
+  targetCPUUtilizationPercentage: PERCENT
+";
+
+/// Server-side apply of an `autoscaling/v1` HPA is applied in v1 and
+/// stored as v2, as kube converts it: the percentage is the CPU metric.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn server_side_apply_of_an_hpa_in_autoscaling_v1_is_converted() {
+    let k = Kube::new().await;
+    k.ok_in(
+        &["apply", "--server-side", "-f", "-"],
+        Some(&HPA_V1.replace("PERCENT", "50")),
+    );
+    let v2 = k.json(&["get", "horizontalpodautoscalers.v2.autoscaling", "web"]);
+    assert_eq!(
+        v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"], 50,
+        "{v2}"
+    );
+    assert!(
+        v2["spec"].get("targetCPUUtilizationPercentage").is_none(),
+        "{v2}"
+    );
+    // Applied again with a new percentage: the stored metric follows.
+    k.ok_in(
+        &["apply", "--server-side", "-f", "-"],
+        Some(&HPA_V1.replace("PERCENT", "70")),
+    );
+    let v1 = k.json(&["get", "horizontalpodautoscalers.v1.autoscaling", "web"]);
+    assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 70, "{v1}");
+    let v2 = k.json(&["get", "horizontalpodautoscalers.v2.autoscaling", "web"]);
+    assert_eq!(
+        v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"], 70,
+        "{v2}"
+    );
+    assert_eq!(v2["spec"]["metrics"].as_array().unwrap().len(), 1, "{v2}");
+    assert_eq!(v2["spec"]["maxReplicas"], 5);
+}
