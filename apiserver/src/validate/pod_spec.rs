@@ -449,10 +449,8 @@ fn handler(h: &Value, kinds: &[&str], path: &str, errs: &mut Causes) {
         }
         found = true;
         match kind {
-            "exec" => {
-                if a["command"].as_array().is_none_or(Vec::is_empty) {
-                    field::required(errs, &format!("{at}.command"), "");
-                }
+            "exec" if a["command"].as_array().is_none_or(Vec::is_empty) => {
+                field::required(errs, &format!("{at}.command"), "");
             }
             "httpGet" => {
                 if str_of(a, "path").is_empty() {
