@@ -301,14 +301,15 @@ impl Ctx {
     /// pruned of unknown fields as `fieldValidation` says.
     pub(crate) fn intake(&self, ct: &str, body: &[u8], options: Options) -> ApiResult<Value> {
         let fv = FieldValidation::parse(&self.q, options)?;
-        let mut v = rq::decode_body_as(ct, body, Some((&self.res, &self.version)))?;
+        let (mut v, repeated) = intake::decode(ct, body, &self.res, &self.version)?;
         intake::default_type_meta(&self.res, &self.version, &mut v);
         let unknown = intake::prune(&self.res, &self.version, &mut v);
+        let problems = intake::problems(body, &unknown, repeated);
         self.warn(intake::body_outcome(
             &self.res,
             &self.version,
             fv,
-            &unknown,
+            &problems,
         )?);
         Ok(convert::from_version(&self.res, &self.version, v))
     }

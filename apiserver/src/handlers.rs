@@ -325,16 +325,12 @@ async fn patch_object(
     // the object is still the one it was computed from, or patches again.
     let (w, code) = update::guaranteed(ctx, name, |existing| {
         if let Some(applier) = apply_manager {
+            let force = ctx.q.flag("force");
+            if convert::needed(&ctx.res, &ctx.version) {
+                return apply_converted(ctx, &req, name, existing, &patch, applier, force, part);
+            }
             let existing = existing.map(|o| &**o);
-            return ssa::apply(
-                &req,
-                name,
-                existing,
-                patch.clone(),
-                applier,
-                ctx.q.flag("force"),
-                part,
-            );
+            return ssa::apply(&req, name, existing, patch.clone(), applier, force, part);
         }
         let old = existing.ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
         // Patched as the client sees the object: in the requested version.
@@ -369,6 +365,40 @@ async fn patch_object(
     })?;
     ctx.warn(warnings);
     ctx.finish(w, code).await
+}
+
+/// Server-side apply in a version the kind is not stored in (HPA
+/// `autoscaling/v1`): as kube does, the stored object is converted to that
+/// version, the patch applied to it there, and the result converted back.
+#[allow(clippy::too_many_arguments)]
+fn apply_converted(
+    ctx: &Ctx,
+    req: &Req<'_>,
+    name: &str,
+    existing: Option<&Arc<crate::store::Obj>>,
+    patch: &Value,
+    applier: &str,
+    force: bool,
+    part: Part,
+) -> ApiResult<Next> {
+    let shown = existing.map(|o| {
+        crate::store::Obj::new(o.rv, convert::to_version(&ctx.res, &ctx.version, &o.value))
+    });
+    let back = |v| convert::from_version(&ctx.res, &ctx.version, v);
+    Ok(
+        match ssa::apply(
+            req,
+            name,
+            shown.as_ref(),
+            patch.clone(),
+            applier,
+            force,
+            part,
+        )? {
+            Next::Create(v) => Next::Create(back(v)),
+            Next::Update(v) => Next::Update(back(v)),
+        },
+    )
 }
 
 /// What kube's field manager refuses in an apply patch before applying it:

@@ -2,7 +2,12 @@
 //! defaulted from the URL when a body leaves them out, unknown fields pruned
 //! by the kind's schema, and the request's `fieldValidation` deciding what
 //! happens to them (`Ignore`: dropped silently; `Warn`, the default: dropped
-//! with a `Warning` header each; `Strict`: the request is refused).
+//! with a `Warning` header each; `Strict`: the request is refused), and to
+//! fields a JSON body repeats (`duplicates.rs`).
+
+mod duplicates;
+
+use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
@@ -97,13 +102,74 @@ pub(crate) fn prune(res: &Resource, version: &str, v: &mut Value) -> Vec<String>
     }
 }
 
-/// kube's strict decoding error text: `unknown field "a", unknown field "b"`.
-pub(crate) fn strict_text(unknown: &[String]) -> String {
-    let fields: Vec<String> = unknown
-        .iter()
-        .map(|f| format!("unknown field {f:?}"))
+/// A create or update body decoded as `request::decode_body_as` decodes it,
+/// with the fields a JSON body repeats (YAML and protobuf bodies: none).
+pub(crate) fn decode(
+    ct: &str,
+    bytes: &[u8],
+    res: &Resource,
+    version: &str,
+) -> ApiResult<(Value, Vec<(usize, String)>)> {
+    let mime = ct.split(';').next().unwrap_or("").trim();
+    if !(mime.is_empty() || mime == "*/*" || mime.ends_with("json")) {
+        return Ok((
+            crate::request::decode_body_as(ct, bytes, Some((res, version)))?,
+            vec![],
+        ));
+    }
+    let d = duplicates::decode(bytes).map_err(|e| {
+        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+    })?;
+    crate::limits::check_body_depth(&d.value)?;
+    Ok((d.value, d.duplicates))
+}
+
+/// What kube's strict decoder says of a body: `unknown field "a"` for each
+/// pruned field, `duplicate field "b"` for each repeated one (a field both
+/// unknown and repeated is only unknown, as for kube's typed objects), in
+/// the order of the document when both are there.
+pub(crate) fn problems(
+    body: &[u8],
+    unknown: &[String],
+    duplicates: Vec<(usize, String)>,
+) -> Vec<String> {
+    let below_unknown = |p: &str| {
+        unknown.iter().any(|u| {
+            p.strip_prefix(u.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        })
+    };
+    let repeated: Vec<(usize, String)> = duplicates
+        .into_iter()
+        .filter(|(_, p)| !below_unknown(p))
         .collect();
-    format!("strict decoding error: {}", fields.join(", "))
+    if repeated.is_empty() {
+        return warnings(unknown);
+    }
+    let at = if unknown.is_empty() {
+        HashMap::new()
+    } else {
+        duplicates::places(body, unknown)
+    };
+    let mut all: Vec<(usize, String)> = unknown
+        .iter()
+        .map(|u| {
+            let place = at.get(u).copied().unwrap_or(usize::MAX);
+            (place, format!("unknown field {u:?}"))
+        })
+        .collect();
+    all.extend(
+        repeated
+            .into_iter()
+            .map(|(place, p)| (place, format!("duplicate field {p:?}"))),
+    );
+    all.sort_by_key(|(place, _)| *place);
+    all.into_iter().map(|(_, text)| text).collect()
+}
+
+/// kube's strict decoding error text: `unknown field "a", duplicate field "b"`.
+pub(crate) fn strict_text(problems: &[String]) -> String {
+    format!("strict decoding error: {}", problems.join(", "))
 }
 
 /// The warnings kube sends for pruned fields, one a field.
@@ -114,26 +180,26 @@ pub(crate) fn warnings(unknown: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// What a create or update body's unknown fields come to under `fv`: an
+/// What a create or update body's [`problems`] come to under `fv`: an
 /// error under `Strict` (kube's 400 for a body that cannot be decoded
 /// strictly), else the warnings to send (none under `Ignore`).
 pub(crate) fn body_outcome(
     res: &Resource,
     version: &str,
     fv: FieldValidation,
-    unknown: &[String],
+    problems: &[String],
 ) -> ApiResult<Vec<String>> {
-    if unknown.is_empty() || fv == FieldValidation::Ignore {
+    if problems.is_empty() || fv == FieldValidation::Ignore {
         return Ok(vec![]);
     }
     if fv == FieldValidation::Strict {
         return Err(ApiError::bad_request(format!(
             "{kind} in version {version:?} cannot be handled as a {kind}: {}",
-            strict_text(unknown),
+            strict_text(problems),
             kind = res.kind,
         )));
     }
-    Ok(warnings(unknown))
+    Ok(problems.to_vec())
 }
 
 /// The same for a patch: kube refuses a strictly validated patch whose
@@ -157,7 +223,10 @@ pub(crate) fn patch_outcome(
             },
             &[(
                 "patch".into(),
-                format!("Invalid value: {shown:?}: {}", strict_text(unknown)),
+                format!(
+                    "Invalid value: {shown:?}: {}",
+                    strict_text(&warnings(unknown))
+                ),
             )],
         ));
     }
@@ -253,17 +322,18 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "ConfigMap", "bogus": 1, "metadata": {"name": "x"}});
         let unknown = prune(&cm, "v1", &mut v);
         assert_eq!(unknown, ["bogus"]);
+        let texts = problems(b"", &unknown, vec![]);
         assert!(v.get("bogus").is_none());
         assert!(
-            body_outcome(&cm, "v1", FieldValidation::Ignore, &unknown)
+            body_outcome(&cm, "v1", FieldValidation::Ignore, &texts)
                 .unwrap()
                 .is_empty()
         );
         assert_eq!(
-            body_outcome(&cm, "v1", FieldValidation::Warn, &unknown).unwrap(),
+            body_outcome(&cm, "v1", FieldValidation::Warn, &texts).unwrap(),
             ["unknown field \"bogus\""]
         );
-        let e = body_outcome(&cm, "v1", FieldValidation::Strict, &unknown).unwrap_err();
+        let e = body_outcome(&cm, "v1", FieldValidation::Strict, &texts).unwrap_err();
         assert_eq!((e.code, e.reason), (400, "BadRequest"));
         assert_eq!(
             e.message,

@@ -8,6 +8,8 @@
 //! walks a value beside its schema; the values it walks have passed the
 //! nesting limit (`nesting.rs`), so the walk's depth is bounded.
 
+mod values;
+
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -48,6 +50,9 @@ pub(crate) struct Schema {
 pub(crate) struct KindSchema {
     schema: Arc<Schema>,
     root: usize,
+    /// A CRD version's `openAPIV3Schema` as written, for value validation
+    /// (built-in kinds have Go's validation instead: `validate.rs`).
+    values: Option<Arc<Value>>,
 }
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
@@ -95,7 +100,11 @@ pub(crate) fn builtin(group: &str, version: &str, kind: &str) -> Option<KindSche
     let name = definition_of(group, version, kind)?;
     let schema = builtins().clone();
     let root = *schema.roots.get(name)?;
-    Some(KindSchema { schema, root })
+    Some(KindSchema {
+        schema,
+        root,
+        values: None,
+    })
 }
 
 impl Schema {
@@ -171,6 +180,7 @@ impl Schema {
         KindSchema {
             schema: Arc::new(s),
             root: r,
+            values: Some(Arc::new(root.clone())),
         }
     }
 
@@ -245,6 +255,15 @@ impl KindSchema {
         prune_node(&self.schema, self.root, v, "", &mut unknown);
         unknown.sort();
         unknown
+    }
+
+    /// What the values of `v` break of a CRD schema's value validations
+    /// (`minimum`, `pattern`, `enum`, `required`, ...): one cause each.
+    pub(crate) fn value_errors(&self, v: &Value) -> Vec<(String, String)> {
+        match &self.values {
+            Some(s) => values::errors(s, v),
+            None => vec![],
+        }
     }
 
     /// Paths of the fields `v` may not have, without changing it.

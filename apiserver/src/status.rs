@@ -100,7 +100,20 @@ impl ApiError {
 
     /// 422 with one cause per `(field, message)`.
     pub(crate) fn invalid(kind: &str, t: Target<'_>, causes: &[(String, String)]) -> Self {
-        let text: Vec<String> = causes.iter().map(|(f, m)| format!("{f}: {m}")).collect();
+        // As kube's aggregate error prints a list: each text once, and in
+        // brackets when there is more than one.
+        let mut text: Vec<String> = Vec::new();
+        for (f, m) in causes {
+            let t = format!("{f}: {m}");
+            if !text.contains(&t) {
+                text.push(t);
+            }
+        }
+        let text = if text.len() > 1 {
+            format!("[{}]", text.join(", "))
+        } else {
+            text.concat()
+        };
         let group_kind = if t.group.is_empty() {
             kind.to_owned()
         } else {
@@ -113,11 +126,7 @@ impl ApiError {
         Self::new(
             422,
             "Invalid",
-            format!(
-                "{group_kind} \"{}\" is invalid: {}",
-                t.name,
-                text.join(", ")
-            ),
+            format!("{group_kind} \"{}\" is invalid: {text}", t.name,),
         )
         .with_details(json!({"name": t.name, "group": t.group, "kind": kind, "causes": causes}))
     }
@@ -266,6 +275,19 @@ mod tests {
         assert_eq!(
             forbidden["details"]["causes"][0]["reason"],
             "FieldValueForbidden"
+        );
+        let two = ApiError::invalid(
+            "Pod",
+            t,
+            &[
+                ("a".into(), "Required value".into()),
+                ("b".into(), "Required value".into()),
+                ("a".into(), "Required value".into()),
+            ],
+        );
+        assert_eq!(
+            two.message,
+            "Pod \"Bad\" is invalid: [a: Required value, b: Required value]"
         );
         let required = ApiError::invalid("Pod", t, &[("spec".into(), "Required value".into())]);
         assert_eq!(

@@ -1,6 +1,12 @@
-//! Name and metadata validation with the real server's messages.
+//! Name and metadata validation with the real server's messages, and the
+//! per-kind rules (`pod_spec.rs`, `service.rs`) in kube's words
+//! (`field.rs`).
 
-use serde_json::Value;
+pub(crate) mod field;
+mod pod_spec;
+mod service;
+
+use serde_json::{Value, json};
 
 const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
@@ -177,29 +183,39 @@ pub(crate) fn metadata_errors(obj: &Value) -> Vec<(String, String)> {
     errs
 }
 
-/// Minimal per-kind checks for the built-ins, on the fields controllers rely on.
+/// Where the pod spec of an object of `group`/`plural` is: a pod's own, or
+/// the template of a workload.
+fn pod_spec_path(group: &str, plural: &str) -> Option<&'static [&'static str]> {
+    Some(match (group, plural) {
+        ("", "pods") => &["spec"],
+        ("", "podtemplates") => &["template", "spec"],
+        ("", "replicationcontrollers")
+        | ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets")
+        | ("batch", "jobs") => &["spec", "template", "spec"],
+        ("batch", "cronjobs") => &["spec", "jobTemplate", "spec", "template", "spec"],
+        _ => return None,
+    })
+}
+
+/// Per-kind checks for the built-ins, in kube's words: pod specs (of pods
+/// and of every template), Services, workloads' selectors and replicas,
+/// ConfigMap and Secret data.
 pub(crate) fn kind_errors(group: &str, plural: &str, obj: &Value) -> Vec<(String, String)> {
     let mut errs = crate::admission::validation_errors(group, plural, obj);
+    if let Some(at) = pod_spec_path(group, plural) {
+        let spec = at.iter().fold(obj, |v, k| &v[*k]);
+        let path = at.join(".");
+        pod_spec::errors(spec, &path, &mut errs);
+        if plural != "pods" {
+            // A template's containers are held to what a pod's are:
+            // requests at most limits, known resource names.
+            let prefix = &path[..path.len() - "spec".len()];
+            let as_pod = crate::admission::validation_errors("", "pods", &json!({"spec": spec}));
+            errs.extend(as_pod.into_iter().map(|(f, m)| (format!("{prefix}{f}"), m)));
+        }
+    }
     match (group, plural) {
-        ("", "pods") => match obj["spec"]["containers"].as_array() {
-            Some(cs) if !cs.is_empty() => {
-                for (i, c) in cs.iter().enumerate() {
-                    if c["name"].as_str().is_none_or(str::is_empty) {
-                        errs.push((
-                            format!("spec.containers[{i}].name"),
-                            "Required value".into(),
-                        ));
-                    }
-                    if c["image"].as_str().is_none_or(str::is_empty) {
-                        errs.push((
-                            format!("spec.containers[{i}].image"),
-                            "Required value".into(),
-                        ));
-                    }
-                }
-            }
-            _ => errs.push(("spec.containers".into(), "Required value".into())),
-        },
+        ("", "services") => errs.extend(service::errors(obj)),
         ("apps", "deployments" | "replicasets") => {
             let sel = &obj["spec"]["selector"];
             if !sel.is_object() {
@@ -397,11 +413,40 @@ mod tests {
 
     #[test]
     fn deployment_selector_must_match() {
-        let d = json!({"spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata": {"labels": {"app": "b"}}}}});
+        let d = json!({"spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata": {"labels": {"app": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
         assert_eq!(kind_errors("apps", "deployments", &d).len(), 1);
         assert_eq!(
             kind_errors("", "pods", &json!({"spec": {}}))[0].0,
             "spec.containers"
+        );
+    }
+
+    #[test]
+    fn templates_are_held_to_what_pods_are() {
+        let d = json!({"spec": {"selector": {"matchLabels": {"app": "a"}},
+            "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{
+                "name": "c", "image": "i", "ports": [{"containerPort": 70000, "protocol": "TCP"}],
+                "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]}}}});
+        let e = kind_errors("apps", "deployments", &d);
+        assert_eq!(
+            e,
+            [
+                (
+                    "spec.template.spec.containers[0].ports[0].containerPort".to_owned(),
+                    "Invalid value: 70000: must be between 1 and 65535, inclusive".to_owned()
+                ),
+                (
+                    "spec.template.spec.containers[0].resources.requests".to_owned(),
+                    "Invalid value: \"2\": must be less than or equal to cpu limit of 1".to_owned()
+                ),
+            ]
+        );
+        let cj =
+            json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}}}});
+        assert_eq!(
+            kind_errors("batch", "cronjobs", &cj)[0].0,
+            "spec.jobTemplate.spec.template.spec.containers"
         );
     }
 }

@@ -182,6 +182,11 @@ fn validate_all(req: &Req<'_>, obj: &Value, name: &str, old: Option<&Value>) -> 
             obj,
         ));
     }
+    if !req.res.builtin
+        && let Some(schema) = req.res.schema(req.version)
+    {
+        errs.extend(schema.value_errors(obj));
+    }
     if req.res.group == "certificates.k8s.io" {
         errs.extend(crate::certificates::errors(obj, old));
     }

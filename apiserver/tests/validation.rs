@@ -1,0 +1,479 @@
+//! Validation as a cluster answers it: `422 Invalid` with kube's field
+//! causes for built-in kinds (container ports, probes, volumes, env, Service
+//! ports) through the real kubectl, and over raw HTTP the shape of the
+//! Status (every cause listed, typed as kube types it).
+
+mod common;
+
+use common::Http;
+use common::kubectl::Kube;
+use serde_json::{Value, json};
+
+const BAD_PORT_DEPLOYMENT: &str = "
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx
+        ports: [{containerPort: 70000}]
+";
+
+/// `kubectl apply` of a Deployment whose container port is out of range
+/// shows kube's message, and nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_apply_of_a_bad_deployment_shows_the_422() {
+    let k = Kube::new().await;
+    let err = k.fail(&["apply", "-f", "-"], Some(BAD_PORT_DEPLOYMENT));
+    assert!(
+        err.contains(
+            "The Deployment \"web\" is invalid: spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive"
+        ),
+        "{err}"
+    );
+    assert!(!k.exists(&["get", "deployment", "web"]));
+    // Server-side apply is held to the same rules.
+    let err = k.fail(
+        &["apply", "--server-side", "-f", "-"],
+        Some(BAD_PORT_DEPLOYMENT),
+    );
+    assert!(
+        err.contains("must be between 1 and 65535, inclusive"),
+        "{err}"
+    );
+}
+
+/// Several problems in one pod: kubectl lists every cause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_lists_every_cause_of_a_bad_pod() {
+    let k = Kube::new().await;
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: web
+    image: nginx
+    ports: [{name: http, containerPort: 80}, {name: http, containerPort: 81, protocol: ICMP}]
+    env: [{name: 'A=B', value: x}]
+    livenessProbe:
+      exec: {command: [ 'true' ]}
+      tcpSocket: {port: 80}
+    readinessProbe: {periodSeconds: -1, httpGet: {port: 80}}
+    volumeMounts: [{name: missing, mountPath: /data}]
+  - name: web
+    image: nginx
+  volumes: [{name: cache}]
+",
+        ),
+    );
+    for cause in [
+        "spec.volumes[0]: Required value: must specify a volume type",
+        "spec.containers[0].ports[1].name: Duplicate value: \"http\"",
+        "spec.containers[0].ports[1].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
+        "spec.containers[0].env[0].name: Invalid value: \"A=B\": a valid environment variable name must consist only of printable ASCII characters other than '='",
+        "spec.containers[0].volumeMounts[0].name: Not found: \"missing\"",
+        "spec.containers[1].name: Duplicate value: \"web\"",
+        "spec.containers[0].livenessProbe.tcpSocket: Forbidden: may not specify more than 1 handler type",
+        "spec.containers[0].readinessProbe.periodSeconds: Invalid value: -1: must be greater than or equal to 0",
+    ] {
+        assert!(err.contains(cause), "missing {cause:?} in:\n{err}");
+    }
+    assert!(!k.exists(&["get", "pod", "p"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_refuses_bad_service_ports() {
+    let k = Kube::new().await;
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: v1
+kind: Service
+metadata: {name: s}
+spec:
+  type: NodePort
+  ports:
+  - {port: 80, nodePort: 30080}
+  - {name: b, port: 80, targetPort: 0}
+",
+        ),
+    );
+    for cause in [
+        "spec.ports[0].name: Required value",
+        "spec.ports[1]: Duplicate value: core.ServicePort{Name:\"\", Protocol:\"TCP\", AppProtocol:(*string)(nil), Port:80, TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}, NodePort:0}",
+    ] {
+        assert!(err.contains(cause), "missing {cause:?} in:\n{err}");
+    }
+    // A ClusterIP service may not ask for a node port.
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: v1
+kind: Service
+metadata: {name: c}
+spec:
+  ports: [{port: 80, nodePort: 30080}]
+",
+        ),
+    );
+    assert!(
+        err.contains(
+            "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"
+        ),
+        "{err}"
+    );
+    // The node port allocator's range.
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: v1
+kind: Service
+metadata: {name: np}
+spec:
+  type: NodePort
+  ports: [{port: 80, nodePort: 80}]
+",
+        ),
+    );
+    assert!(
+        err.contains("spec.ports[0].nodePort: Invalid value: 80: provided port is not in the valid range. The range of valid ports is 30000-32767"),
+        "{err}"
+    );
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: v1
+kind: Service
+metadata: {name: np}
+spec:
+  type: NodePort
+  ports: [{name: http, port: 80, nodePort: 30080}, {name: https, port: 443}]
+",
+        ),
+    );
+}
+
+/// The Status itself: 422, reason `Invalid`, the message listing every
+/// cause in brackets as kube's aggregate prints it, each cause typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_lists_and_types_every_cause() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new())
+        .await
+        .unwrap();
+    let http = Http::new(server.addr());
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "i",
+            "ports": [{"containerPort": 0}, {"containerPort": 8080, "protocol": "ICMP"}]}]}});
+    let (code, s) = http.post("/api/v1/namespaces/default/pods", &pod).await;
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(s["reason"], "Invalid");
+    assert_eq!(
+        s["message"],
+        "Pod \"p\" is invalid: [spec.containers[0].ports[0].containerPort: Required value, spec.containers[0].ports[1].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\"]"
+    );
+    let causes: Vec<(&str, &str)> = s["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["reason"].as_str().unwrap(), c["field"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            (
+                "FieldValueRequired",
+                "spec.containers[0].ports[0].containerPort"
+            ),
+            (
+                "FieldValueNotSupported",
+                "spec.containers[0].ports[1].protocol"
+            ),
+        ]
+    );
+    let (code, _) = http.get("/api/v1/namespaces/default/pods/p").await;
+    assert_eq!(code, 404);
+    // An update is held to the same rules.
+    let good = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80}]}});
+    let (code, stored) = http
+        .post("/api/v1/namespaces/default/services", &good)
+        .await;
+    assert_eq!(code, 201, "{stored}");
+    let mut bad: Value = stored.clone();
+    bad["spec"]["ports"][0]["port"] = json!(0);
+    let (code, s) = http
+        .send(
+            "PUT",
+            "/api/v1/namespaces/default/services/s",
+            "application/json",
+            Some(&bad),
+        )
+        .await;
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(s["details"]["causes"][0]["field"], "spec.ports[0].port");
+}
+
+const WIDGET_CRD: &str = "
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [replicas, size]
+            properties:
+              replicas: {type: integer, minimum: 1}
+              size: {type: string, enum: [small, large]}
+              name: {type: string, maxLength: 5, pattern: '^[a-z]+$'}
+              tags: {type: array, maxItems: 2, items: {type: string}}
+";
+
+/// A custom resource is held to its CRD's value validations: every broken
+/// rule is one cause of one 422, in kube's words; a valid one is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn custom_resources_are_validated_by_their_schema() {
+    let k = Kube::new().await;
+    k.ok_in(&["apply", "-f", "-"], Some(WIDGET_CRD));
+    k.eventually("the Widget kind is served", || {
+        k.exists(&["get", "widgets"])
+    });
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w}
+spec: {replicas: 0, size: huge, name: TOOLONG, tags: [a, b, c]}
+",
+        ),
+    );
+    assert!(err.contains("The Widget \"w\" is invalid:"), "{err}");
+    for cause in [
+        "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1",
+        "spec.size: Unsupported value: \"huge\": supported values: \"small\", \"large\"",
+        "spec.name: Too long: may not be more than 5 bytes",
+        "spec.name: Invalid value: \"TOOLONG\": spec.name in body should match '^[a-z]+$'",
+        "spec.tags: Too many: 3: must have at most 2 items",
+    ] {
+        assert!(err.contains(cause), "missing {cause:?} in:\n{err}");
+    }
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {name: abc}\n"),
+    );
+    assert!(
+        err.contains("spec.replicas: Required value") && err.contains("spec.size: Required value"),
+        "{err}"
+    );
+    assert!(!k.exists(&["get", "widget", "w"]));
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {replicas: 2, size: small}\n"),
+    );
+    // A patch that breaks a rule is refused; the stored object is kept.
+    let err = k.fail(
+        &[
+            "patch",
+            "widget",
+            "w",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"replicas":"two"}}"#,
+        ],
+        None,
+    );
+    assert!(
+        err.contains("spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\""),
+        "{err}"
+    );
+    assert_eq!(
+        k.ok(&["get", "widget", "w", "-o", "jsonpath={.spec.replicas}"]),
+        "2"
+    );
+}
+
+/// kube-apiserver's own field-validation test body: unknown fields and
+/// repeated ones, at the top of the spec and deep in a container.
+const REPEATED: &str = r#"{
+    "apiVersion": "apps/v1", "kind": "Deployment",
+    "metadata": {"name": "NAME", "labels": {"app": "nginx"}},
+    "spec": {
+        "unknown1": "val1",
+        "unknownDupe": "valDupe",
+        "unknownDupe": "valDupe2",
+        "paused": true,
+        "paused": false,
+        "selector": {"matchLabels": {"app": "nginx"}},
+        "template": {
+            "metadata": {"labels": {"app": "nginx"}},
+            "spec": {"containers": [{
+                "name": "nginx",
+                "image": "nginx:latest",
+                "unknownNested": "val1",
+                "imagePullPolicy": "Always",
+                "imagePullPolicy": "Never"
+            }]}
+        }
+    }
+}"#;
+
+/// Repeated JSON fields, in each `fieldValidation` mode, reported in the
+/// order of the document beside the unknown ones, as kube reports them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_json_fields_in_each_field_validation_mode() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new())
+        .await
+        .unwrap();
+    let http = Http::new(server.addr());
+    let path = "/apis/apps/v1/namespaces/default/deployments";
+    let body = |name: &str| bytes::Bytes::from(REPEATED.replace("NAME", name));
+    let problems = [
+        "unknown field \"spec.unknown1\"",
+        "unknown field \"spec.unknownDupe\"",
+        "duplicate field \"spec.paused\"",
+        "unknown field \"spec.template.spec.containers[0].unknownNested\"",
+        "duplicate field \"spec.template.spec.containers[0].imagePullPolicy\"",
+    ];
+    let r = http
+        .request(
+            "POST",
+            &format!("{path}?fieldValidation=Strict"),
+            "application/json",
+            "",
+            body("strict"),
+        )
+        .await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        format!(
+            "Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: {}",
+            problems.join(", ")
+        )
+    );
+    let (code, _) = http.get(&format!("{path}/strict")).await;
+    assert_eq!(code, 404, "a refused body stores nothing");
+    let r = http
+        .request(
+            "POST",
+            &format!("{path}?fieldValidation=Warn"),
+            "application/json",
+            "",
+            body("warn"),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.warnings(), problems);
+    let r = http
+        .request(
+            "POST",
+            &format!("{path}?fieldValidation=Ignore"),
+            "application/json",
+            "",
+            body("ignore"),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert!(r.warnings().is_empty(), "{:?}", r.warnings());
+    // The last of a repeated field wins, as Go's decoder has it.
+    assert_eq!(r.body["spec"]["paused"], false);
+    assert_eq!(
+        r.body["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+        "Never"
+    );
+    // An update is read the same way.
+    let mut put = r.body.clone();
+    put["metadata"]["labels"]["v"] = serde_json::json!("2");
+    let text = put
+        .to_string()
+        .replacen("\"replicas\":1", "\"replicas\":1,\"replicas\":2", 1);
+    let r = http
+        .request(
+            "PUT",
+            &format!("{path}/ignore?fieldValidation=Strict"),
+            "application/json",
+            "",
+            bytes::Bytes::from(text),
+        )
+        .await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("strict decoding error: duplicate field \"spec.replicas\""),
+        "{}",
+        r.body
+    );
+}
+
+const HPA_V1: &str = "
+apiVersion: autoscaling/v1
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 1
+  maxReplicas: 5
+  targetCPUUtilizationPercentage: PERCENT
+";
+
+/// Server-side apply of an `autoscaling/v1` HPA is applied in v1 and
+/// stored as v2, as kube converts it: the percentage is the CPU metric.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn server_side_apply_of_an_hpa_in_autoscaling_v1_is_converted() {
+    let k = Kube::new().await;
+    k.ok_in(
+        &["apply", "--server-side", "-f", "-"],
+        Some(&HPA_V1.replace("PERCENT", "50")),
+    );
+    let v2 = k.json(&["get", "horizontalpodautoscalers.v2.autoscaling", "web"]);
+    assert_eq!(
+        v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"], 50,
+        "{v2}"
+    );
+    assert!(
+        v2["spec"].get("targetCPUUtilizationPercentage").is_none(),
+        "{v2}"
+    );
+    // Applied again with a new percentage: the stored metric follows.
+    k.ok_in(
+        &["apply", "--server-side", "-f", "-"],
+        Some(&HPA_V1.replace("PERCENT", "70")),
+    );
+    let v1 = k.json(&["get", "horizontalpodautoscalers.v1.autoscaling", "web"]);
+    assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 70, "{v1}");
+    let v2 = k.json(&["get", "horizontalpodautoscalers.v2.autoscaling", "web"]);
+    assert_eq!(
+        v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"], 70,
+        "{v2}"
+    );
+    assert_eq!(v2["spec"]["metrics"].as_array().unwrap().len(), 1, "{v2}");
+    assert_eq!(v2["spec"]["maxReplicas"], 5);
+}
