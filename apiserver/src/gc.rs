@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::object;
-use crate::store::State;
+use crate::state::State;
 use crate::write::{self, DeleteOptions, FOREGROUND, ORPHAN, Propagation, Req};
 
 /// What GC needs to know about one object.

@@ -18,8 +18,8 @@ use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinHandle;
 
 use crate::durability::Durability;
+use crate::state::State;
 use crate::storage::{Storage, StorageError};
-use crate::store::State;
 use crate::tls::TlsError;
 
 /// How to run the server. Defaults: listen on `127.0.0.1:0`, in memory, no
@@ -322,7 +322,7 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         storage,
         loaded.start_rv,
         loaded.objects,
-        crate::store::History {
+        crate::state::History {
             events: config.watch_history,
             bytes: config.watch_history_bytes,
             buffer: config.watch_buffer,

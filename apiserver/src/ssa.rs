@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 
 use crate::object::meta_mut;
 use crate::patch;
+use crate::state::Obj;
 use crate::status::{ApiError, ApiResult};
-use crate::store::Obj;
 use crate::time::now_rfc3339;
 use crate::update::Next;
 use crate::write::{self, Part, Req};

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::object;
 use crate::resources::Resource;
-use crate::store::State;
+use crate::state::State;
 use crate::write::{self, Req};
 
 /// The cluster IP a cluster gives the `kubernetes` Service (the first of

@@ -12,8 +12,8 @@ use tokio::sync::oneshot;
 use crate::admission;
 use crate::object::{self, meta_mut};
 use crate::resources::{self, Resource};
+use crate::state::{Obj, State};
 use crate::status::{ApiError, ApiResult, Target};
-use crate::store::{Obj, State};
 use crate::time::now_rfc3339;
 use crate::validate;
 

@@ -30,8 +30,8 @@ use windlass_selector::resources::list_to_json;
 use limit_range::Range;
 use resource_quota::Quota;
 
+use crate::state::{Obj, State};
 use crate::status::{ApiError, ApiResult, Target};
-use crate::store::{Obj, State};
 use crate::write::{AckRx, Req};
 
 /// `(field, message)` validation causes.
