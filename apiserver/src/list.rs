@@ -7,7 +7,7 @@ use bytes::Bytes;
 use hyper::Response;
 use serde_json::json;
 
-use crate::api::Ctx;
+use crate::context::Ctx;
 use crate::filter::Filter;
 use crate::represent::{self, Shape};
 use crate::request::{self as rq, RespBody};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::api::Ctx;
+use crate::context::Ctx;
 use crate::state::Obj;
 use crate::status::{ApiError, ApiResult};
 use crate::write::{self, Written};

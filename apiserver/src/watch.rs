@@ -19,7 +19,7 @@ use crate::filter::Filter;
 use crate::represent::{self, Shape};
 use crate::request::{ChannelBody, Query, RespBody};
 use crate::resources::Resource;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::state::{Event, EventType, Obj, RvError, event_line};
 use crate::status::{ApiError, ApiResult};
 use crate::table;

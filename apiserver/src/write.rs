@@ -404,7 +404,7 @@ pub(crate) fn replacement(
     }
     let mut new = merge_parts(req, &old.value, body, part);
     if let Some((manager, api_version)) = manager {
-        crate::ssa::record_update(&old.value, &mut new, manager, api_version);
+        crate::managed::record_update(&old.value, &mut new, manager, api_version);
     }
     Ok(new)
 }
