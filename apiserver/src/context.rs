@@ -13,12 +13,13 @@ use crate::intake::{self, FieldValidation, Options};
 use crate::represent::{self, Shape};
 use crate::request::{self as rq, Query, RespBody};
 use crate::resources::Resource;
+use crate::scope::Req;
 use crate::shared::Shared;
 use crate::state::Obj;
 use crate::status::{ApiError, ApiResult, Target};
 use crate::table;
 use crate::user::User;
-use crate::write::{Req, Written};
+use crate::write::Written;
 use crate::{convert, object};
 
 /// How long a write waits to be stored before the client gets a 504.

@@ -8,8 +8,9 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::object;
+use crate::scope::Req;
 use crate::state::State;
-use crate::write::{self, DeleteOptions, FOREGROUND, ORPHAN, Propagation, Req};
+use crate::write::{self, DeleteOptions, FOREGROUND, ORPHAN, Propagation};
 
 /// What GC needs to know about one object.
 #[derive(Debug, Clone, PartialEq)]

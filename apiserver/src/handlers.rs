@@ -18,13 +18,14 @@ use crate::patch::{self, PatchKind};
 use crate::request::header;
 use crate::request::{self as rq, Query, RespBody};
 use crate::route::ResPath;
+use crate::scope::Req;
 use crate::shared::Shared;
 use crate::ssa;
 use crate::status::ApiError;
 use crate::status::ApiResult;
 use crate::update::{self, Next};
 use crate::user::User;
-use crate::write::{self, DeleteOptions, Part, Propagation, Req};
+use crate::write::{self, DeleteOptions, Part, Propagation};
 use crate::{convert, limits, list, managed, represent, subresource, watch, yaml};
 
 /// Serves a request on a resource (or one of its subresources), adding the

@@ -43,6 +43,7 @@ mod reviews;
 mod route;
 mod satoken;
 mod schema;
+mod scope;
 mod server;
 mod shared;
 mod ssa;

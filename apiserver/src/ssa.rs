@@ -8,10 +8,11 @@ use crate::managed::{
 };
 use crate::object::meta_mut;
 use crate::patch;
+use crate::scope::Req;
 use crate::state::Obj;
 use crate::status::{ApiError, ApiResult};
 use crate::update::Next;
-use crate::write::{self, Part, Req};
+use crate::write::{self, Part};
 
 /// Removes the values at `paths` from `v`. The paths are resolved to
 /// positions first, then removed highest position first, so that taking

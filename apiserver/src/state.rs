@@ -19,6 +19,10 @@ use tokio::sync::{broadcast, oneshot};
 use crate::resources::Registry;
 use crate::storage::{Ack, Record, Storage};
 
+/// The storage acknowledgement of a write, for the caller to await after
+/// releasing the lock: `Err` with the reason when storage failed.
+pub(crate) type AckRx = oneshot::Receiver<Result<(), String>>;
+
 /// A stored object: its revision, parsed value and serialized bytes.
 #[derive(Debug)]
 pub(crate) struct Obj {
