@@ -1,27 +1,18 @@
-//! Routing, authentication and the context every handler gets; the
-//! handlers of resources are in `handlers.rs`.
+//! Every request's way in: authentication, then the endpoint its path
+//! names (`route.rs`): discovery, OpenAPI and health answered here, a
+//! resource handed to `handlers.rs` with its context (`context.rs`).
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
-use serde_json::Value;
 
-use crate::intake::{self, FieldValidation, Options};
-use crate::represent::{self, Shape};
-use crate::request::{self as rq, Query, RespBody};
-use crate::resources::Resource;
-use crate::reviews::User;
-use crate::server::Shared;
-use crate::status::{ApiError, ApiResult, Target};
-use crate::store::Obj;
-use crate::table;
-use crate::write::{Req, Written};
-use crate::{convert, discovery, object, openapi};
-
-/// How long a write waits to be stored before the client gets a 504.
-const DURABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+use crate::request::{self as rq, Query, RespBody, header};
+use crate::route::{Route, route};
+use crate::shared::Shared;
+use crate::status::{ApiError, ApiResult};
+use crate::user::User;
+use crate::{discovery, openapi};
 
 /// Entry point for every request.
 pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<RespBody> {
@@ -36,33 +27,6 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
     }
 }
 
-/// A parsed resource URL.
-#[derive(Debug, Default, PartialEq)]
-pub(crate) struct ResPath {
-    pub(crate) group: String,
-    pub(crate) version: String,
-    pub(crate) plural: String,
-    pub(crate) ns: Option<String>,
-    pub(crate) name: Option<String>,
-    pub(crate) sub: Option<String>,
-    pub(crate) watch: bool,
-}
-
-#[derive(Debug, PartialEq)]
-enum Route {
-    Text(&'static str),
-    Version,
-    Api,
-    Apis,
-    Group(String),
-    ResourceList(String, String),
-    Res(ResPath),
-    OpenApiV2,
-    OpenApiIndex,
-    OpenApi(String),
-    NotFound,
-}
-
 /// `/healthz`, `/readyz`, `/livez`: `ok`, except that readiness and health
 /// report failing storage (500, like kube-apiserver's failed etcd check).
 fn health(shared: &Shared, check: &'static str) -> Response<RespBody> {
@@ -75,61 +39,6 @@ fn health(shared: &Shared, check: &'static str) -> Response<RespBody> {
         );
     }
     rq::text(200, "ok")
-}
-
-fn route(path: &str) -> Route {
-    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    match segs.as_slice() {
-        ["healthz", ..] => Route::Text("healthz"),
-        ["readyz", ..] => Route::Text("readyz"),
-        ["livez", ..] => Route::Text("livez"),
-        ["version"] => Route::Version,
-        ["openapi", "v2"] => Route::OpenApiV2,
-        ["openapi", "v3"] => Route::OpenApiIndex,
-        ["openapi", "v3", rest @ ..] => Route::OpenApi(rest.join("/")),
-        ["api"] => Route::Api,
-        ["apis"] => Route::Apis,
-        ["api", v] => Route::ResourceList(String::new(), (*v).into()),
-        ["apis", g] => Route::Group((*g).into()),
-        ["apis", g, v] => Route::ResourceList((*g).into(), (*v).into()),
-        ["api", v, rest @ ..] => res_path("", v, rest),
-        ["apis", g, v, rest @ ..] => res_path(g, v, rest),
-        _ => Route::NotFound,
-    }
-}
-
-fn res_path(group: &str, version: &str, rest: &[&str]) -> Route {
-    let (watch, rest) = match rest {
-        ["watch", r @ ..] => (true, r),
-        r => (false, r),
-    };
-    let s = |x: &&str| Some((*x).to_owned());
-    let (plural, ns, name, sub) = match rest {
-        [r] => (*r, None, None, None),
-        ["namespaces", n, sub @ ("status" | "finalize")] => ("namespaces", None, s(n), s(sub)),
-        ["namespaces", ns, r] => (*r, s(ns), None, None),
-        [r, n] => (*r, None, s(n), None),
-        ["namespaces", ns, r, n] => (*r, s(ns), s(n), None),
-        [r, n, sub] => (*r, None, s(n), s(sub)),
-        ["namespaces", ns, r, n, sub] => (*r, s(ns), s(n), s(sub)),
-        _ => return Route::NotFound,
-    };
-    Route::Res(ResPath {
-        group: group.into(),
-        version: version.into(),
-        plural: plural.into(),
-        ns,
-        name,
-        sub,
-        watch,
-    })
-}
-
-pub(crate) fn header<'a>(req: &'a Request<Incoming>, name: &str) -> &'a str {
-    req.headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
 }
 
 /// Who sent `req`: refuses it (`401`) when the server has a token and the
@@ -231,164 +140,5 @@ async fn dispatch(shared: Arc<Shared>, req: Request<Incoming>) -> ApiResult<Resp
             "the server does not allow this method on the requested resource",
         )),
         Route::NotFound => Err(ApiError::not_found_path(&path)),
-    }
-}
-
-/// Common context of a request on a resource.
-pub(crate) struct Ctx {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) res: Arc<Resource>,
-    pub(crate) version: String,
-    pub(crate) ns: String,
-    pub(crate) q: Query,
-    pub(crate) shape: Shape,
-    pub(crate) user: User,
-    /// `Warning` headers for the response (unknown fields dropped, say).
-    pub(crate) warnings: std::sync::Mutex<Vec<String>>,
-}
-
-impl Ctx {
-    pub(crate) fn req(&self) -> Req<'_> {
-        Req {
-            res: &self.res,
-            version: &self.version,
-            ns: &self.ns,
-            dry_run: self.q.get("dryRun") == Some("All"),
-        }
-    }
-
-    pub(crate) fn target<'a>(&'a self, name: &'a str) -> Target<'a> {
-        Target {
-            group: &self.res.group,
-            resource: &self.res.plural,
-            name,
-        }
-    }
-
-    /// The object bytes in the requested version (CRDs can serve several;
-    /// HorizontalPodAutoscaler is converted).
-    pub(crate) fn render(&self, o: &Obj) -> Bytes {
-        represent::object_bytes(&self.res, &self.version, o)
-    }
-
-    /// Adds `Warning` headers for the response.
-    pub(crate) fn warn(&self, warnings: impl IntoIterator<Item = String>) {
-        self.warnings
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(warnings);
-    }
-
-    pub(crate) fn respond(&self, code: u16, o: &Obj) -> Response<RespBody> {
-        match self.shape {
-            Shape::Table => {
-                let t = table::table(
-                    &self.res,
-                    std::iter::once(&o.value),
-                    Some(o.rv.to_string()),
-                    None,
-                    true,
-                );
-                rq::json(code, &t)
-            }
-            Shape::Metadata => rq::json(code, &represent::partial(&o.value)),
-            Shape::Object => rq::json_bytes(code, self.render(o)),
-        }
-    }
-
-    /// A request object from its body: decoded, with `apiVersion` and
-    /// `kind` defaulted from the URL, converted to its stored version and
-    /// pruned of unknown fields as `fieldValidation` says.
-    pub(crate) fn intake(&self, ct: &str, body: &[u8], options: Options) -> ApiResult<Value> {
-        let fv = FieldValidation::parse(&self.q, options)?;
-        let (mut v, repeated) = intake::decode(ct, body, &self.res, &self.version)?;
-        intake::default_type_meta(&self.res, &self.version, &mut v);
-        let unknown = intake::prune(&self.res, &self.version, &mut v);
-        let problems = intake::problems(body, &unknown, repeated);
-        self.warn(intake::body_outcome(
-            &self.res,
-            &self.version,
-            fv,
-            &problems,
-        )?);
-        Ok(convert::from_version(&self.res, &self.version, v))
-    }
-
-    /// Waits for durability, wakes GC when it may have work, and responds.
-    /// A write not durable within [`DURABILITY_TIMEOUT`] gets a 504.
-    pub(crate) async fn finish(&self, w: Written, code: u16) -> ApiResult<Response<RespBody>> {
-        if let Some(ack) = w.ack {
-            match tokio::time::timeout(DURABILITY_TIMEOUT, ack).await {
-                Ok(Ok(Ok(()))) => {}
-                Ok(Ok(Err(e))) => return Err(ApiError::internal(e)),
-                Ok(Err(_)) => {
-                    return Err(ApiError::internal(
-                        "storage writer stopped before acknowledging the write",
-                    ));
-                }
-                // As the real server's "request did not complete within the
-                // allowed duration": the outcome is unknown to the client.
-                Err(_) => {
-                    return Err(ApiError::timeout(format!(
-                        "the write was not stored within {}s (storage is failing or overloaded); it may still be applied",
-                        DURABILITY_TIMEOUT.as_secs()
-                    )));
-                }
-            }
-            let v = &w.obj.value;
-            if w.gone || object::is_deleting(v) || !object::owners(v).is_empty() {
-                self.shared.gc.notify_one();
-            }
-        }
-        Ok(self.respond(code, &w.obj))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn routes() {
-        assert_eq!(route("/api"), Route::Api);
-        assert_eq!(
-            route("/apis/apps/v1"),
-            Route::ResourceList("apps".into(), "v1".into())
-        );
-        let Route::Res(r) = route("/api/v1/namespaces/d/pods/p/status") else {
-            panic!()
-        };
-        assert_eq!(
-            (
-                r.plural.as_str(),
-                r.ns.as_deref(),
-                r.name.as_deref(),
-                r.sub.as_deref()
-            ),
-            ("pods", Some("d"), Some("p"), Some("status"))
-        );
-        let Route::Res(r) = route("/api/v1/namespaces/d") else {
-            panic!()
-        };
-        assert_eq!(
-            (r.plural.as_str(), r.ns, r.name.as_deref()),
-            ("namespaces", None, Some("d"))
-        );
-        let Route::Res(r) = route("/api/v1/watch/namespaces/d/configmaps") else {
-            panic!()
-        };
-        assert!(r.watch);
-        assert_eq!(
-            (r.plural.as_str(), r.ns.as_deref()),
-            ("configmaps", Some("d"))
-        );
-        let Route::Res(r) = route("/api/v1/namespaces/d/finalize") else {
-            panic!()
-        };
-        assert_eq!(
-            (r.plural.as_str(), r.name.as_deref(), r.sub.as_deref()),
-            ("namespaces", Some("d"), Some("finalize"))
-        );
-        assert_eq!(route("/nope"), Route::NotFound);
     }
 }

@@ -8,7 +8,7 @@
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::reviews::User;
+use crate::user::User;
 
 const APPROVAL: [&str; 2] = ["Approved", "Denied"];
 

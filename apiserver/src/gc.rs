@@ -4,18 +4,18 @@
 //! `plan` is a pure function from a view of all objects to the next actions;
 //! `run` applies them under the state lock until nothing is left to do. The
 //! server runs a pass after every write that can need one (debounced). A
-//! pass reads every object, so `may_need_pass` keeps the common writes — a
+//! pass reads every object, so the state keeps the common writes — a
 //! status update, a binding, the create of a pod whose owner is there — from
 //! causing one: only deletes, deletions under way, and owner references
-//! that name an absent or departing owner (or were removed) do.
+//! that name an absent or departing owner (or were removed) do (see
+//! `State::gc_may_need_pass`).
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::Value;
-
 use crate::object;
-use crate::store::State;
-use crate::write::{self, DeleteOptions, FOREGROUND, ORPHAN, Propagation, Req};
+use crate::scope::Req;
+use crate::state::State;
+use crate::write::{self, DeleteOptions, FOREGROUND, ORPHAN, Propagation};
 
 /// What GC needs to know about one object.
 #[derive(Debug, Clone, PartialEq)]
@@ -308,71 +308,6 @@ fn views(st: &State) -> Vec<View> {
             res,
         })
         .collect()
-}
-
-/// Whether a write (`old` → `new`, `None` for absent) in namespace `ns` can
-/// give garbage collection work. Called for every write, so it must stay
-/// cheap: no scan, at most one lookup per owner reference it adds.
-pub(crate) fn may_need_pass(
-    st: &State,
-    ns: &str,
-    old: Option<&Value>,
-    new: Option<&Value>,
-) -> bool {
-    let Some(new) = new else {
-        // Anything deleted may have been someone's owner.
-        return old.is_some();
-    };
-    if object::is_deleting(new)
-        && old.is_none_or(|o| {
-            !object::is_deleting(o) || o["metadata"]["finalizers"] != new["metadata"]["finalizers"]
-        })
-    {
-        return true;
-    }
-    let refs = |v: &Value| -> Vec<Value> {
-        v["metadata"]["ownerReferences"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    };
-    let before = old.map(refs).unwrap_or_default();
-    let after = new["metadata"]["ownerReferences"].as_array();
-    if after.map_or(before.is_empty(), |a| *a == before) {
-        return false;
-    }
-    let after = after.map(Vec::as_slice).unwrap_or_default();
-    // A reference removed may be what a foreground deletion waits on.
-    let removed = before.iter().any(|b| !after.contains(b));
-    removed
-        || after
-            .iter()
-            .filter(|r| !before.contains(r))
-            .any(|r| !owner_standing(st, ns, r))
-}
-
-/// The owner a reference names exists, with that uid, and is not being
-/// deleted.
-fn owner_standing(st: &State, ns: &str, reference: &Value) -> bool {
-    let (Some(api_version), Some(kind), Some(name), Some(uid)) = (
-        reference["apiVersion"].as_str(),
-        reference["kind"].as_str(),
-        reference["name"].as_str(),
-        reference["uid"].as_str(),
-    ) else {
-        return false;
-    };
-    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    let Some(res) = st
-        .registry
-        .all()
-        .find(|r| r.kind == kind && r.group == group)
-    else {
-        return false;
-    };
-    let owner_ns = if res.namespaced { ns } else { "" };
-    st.get(&res.key(), owner_ns, name)
-        .is_some_and(|o| object::uid(&o.value) == uid && !object::is_deleting(&o.value))
 }
 
 /// Runs GC to a fixed point (bounded); returns how many actions were applied.

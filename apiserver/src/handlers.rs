@@ -9,21 +9,24 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
 use serde_json::{Value, json};
 
-use crate::api::{Ctx, ResPath, header};
+use crate::context::Ctx;
 use crate::filter::Filter;
 use crate::intake::{self, FieldValidation, Options};
 use crate::list::obj_key;
 use crate::object;
 use crate::patch::{self, PatchKind};
+use crate::request::header;
 use crate::request::{self as rq, Query, RespBody};
-use crate::reviews::User;
-use crate::server::Shared;
+use crate::route::ResPath;
+use crate::scope::Req;
+use crate::shared::Shared;
 use crate::ssa;
 use crate::status::ApiError;
 use crate::status::ApiResult;
 use crate::update::{self, Next};
-use crate::write::{self, DeleteOptions, Part, Propagation, Req};
-use crate::{convert, limits, list, nesting, represent, subresource, watch, yaml};
+use crate::user::User;
+use crate::write::{self, DeleteOptions, Part, Propagation};
+use crate::{convert, limits, list, managed, represent, subresource, watch, yaml};
 
 /// Serves a request on a resource (or one of its subresources), adding the
 /// `Warning` headers its handling asked for.
@@ -132,7 +135,7 @@ async fn serve(
                 crate::certificates::set_requester(&mut obj, &ctx.user);
             }
             if obj.is_object() {
-                ssa::record_update(
+                managed::record_update(
                     &Value::Null,
                     &mut obj,
                     &field_manager(&ctx.q, &ua),
@@ -337,7 +340,7 @@ async fn patch_object(
         let mut v = convert::to_version(&ctx.res, &ctx.version, &old.value);
         match kind {
             PatchKind::Merge => patch::merge(&mut v, &patch),
-            PatchKind::Json => json_patched(&mut v, patch.clone())?,
+            PatchKind::Json => patch::json_patched(&mut v, patch.clone())?,
             PatchKind::Strategic => {
                 patch::strategic(&mut v, &patch).map_err(ApiError::bad_request)?
             }
@@ -360,7 +363,7 @@ async fn patch_object(
         }
         let v = convert::from_version(&ctx.res, &ctx.version, v);
         let mut new = write::merge_parts(&req, &old.value, v, part);
-        ssa::record_update(&old.value, &mut new, &manager, &api_version);
+        managed::record_update(&old.value, &mut new, &manager, &api_version);
         Ok(Next::Update(new))
     })?;
     ctx.warn(warnings);
@@ -375,14 +378,14 @@ fn apply_converted(
     ctx: &Ctx,
     req: &Req<'_>,
     name: &str,
-    existing: Option<&Arc<crate::store::Obj>>,
+    existing: Option<&Arc<crate::state::Obj>>,
     patch: &Value,
     applier: &str,
     force: bool,
     part: Part,
 ) -> ApiResult<Next> {
     let shown = existing.map(|o| {
-        crate::store::Obj::new(o.rv, convert::to_version(&ctx.res, &ctx.version, &o.value))
+        crate::state::Obj::new(o.rv, convert::to_version(&ctx.res, &ctx.version, &o.value))
     });
     let back = |v| convert::from_version(&ctx.res, &ctx.version, v);
     Ok(
@@ -440,36 +443,6 @@ fn check_applied(ctx: &Ctx, name: &str, patch: &Value) -> ApiResult<()> {
         "failed to create typed patch object ({}/{name}; {group}/{version}, Kind={}): {detail}",
         ctx.ns, ctx.res.kind
     )))
-}
-
-/// Applies a JSON patch to `v`, with kube-apiserver's status codes: 400
-/// for a patch that is not a list of operations, 413 past 10,000
-/// operations, 422 for an operation that fails or a result nested deeper
-/// than an object may be. On error `v` (which may be nested arbitrarily
-/// deep by then) is dropped without recursion.
-pub(crate) fn json_patched(v: &mut Value, patch: Value) -> ApiResult<()> {
-    let err = match patch::json_patch(v, patch) {
-        Ok(()) => match nesting::too_deep(v, nesting::MAX_DEPTH) {
-            None => return Ok(()),
-            Some(path) => format!(
-                "the patched object nests deeper than {} levels at {path}",
-                nesting::MAX_DEPTH
-            ),
-        },
-        Err(e @ patch::JsonPatchError::Decode(_)) => {
-            return Err(ApiError::bad_request(e.to_string()));
-        }
-        Err(e @ patch::JsonPatchError::TooManyOperations(_)) => {
-            return Err(ApiError::new(413, "RequestEntityTooLarge", e.to_string()));
-        }
-        Err(e) => e.to_string(),
-    };
-    nesting::drop(std::mem::take(v));
-    Err(ApiError::new(
-        422,
-        "Invalid",
-        format!("the server rejected our request due to an error in our request: {err}"),
-    ))
 }
 
 /// Which part of an object a request addresses: the object, its status

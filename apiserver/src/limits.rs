@@ -8,11 +8,14 @@ use serde_json::Value;
 use crate::nesting::{self, MAX_DEPTH};
 use crate::status::{ApiError, ApiResult, Target};
 
+/// Bodies larger than this get 413, like the real server's 3 MiB limit.
+pub(crate) const MAX_BODY: usize = 3 * 1024 * 1024;
+
 /// The largest object stored, as JSON: the request body limit, so that
 /// nothing a client cannot send whole can be built up by patches. (A
 /// cluster refuses objects past etcd's 1.5 MiB request limit, about
 /// this much JSON.)
-pub(crate) const MAX_OBJECT_BYTES: usize = crate::request::MAX_BODY;
+pub(crate) const MAX_OBJECT_BYTES: usize = MAX_BODY;
 
 /// kube-apiserver's `maxJSONPatchOperations`.
 pub(crate) const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;

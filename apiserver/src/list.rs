@@ -7,12 +7,12 @@ use bytes::Bytes;
 use hyper::Response;
 use serde_json::json;
 
-use crate::api::Ctx;
+use crate::context::Ctx;
 use crate::filter::Filter;
 use crate::represent::{self, Shape};
 use crate::request::{self as rq, RespBody};
+use crate::state::{Obj, RvError};
 use crate::status::{ApiError, ApiResult};
-use crate::store::{Obj, RvError};
 use crate::table;
 
 /// What a continue token carries: the list revision and the last key returned.

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use crate::resources::Resource;
 use crate::schema::{definition_of, definitions};
-use crate::server::Shared;
+use crate::shared::Shared;
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::limits::{MAX_JSON_PATCH_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS};
 use crate::nesting;
+use crate::status::{ApiError, ApiResult};
 
 /// Which patch a request carries, from its `Content-Type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -382,6 +383,36 @@ fn merge_list(field: &str, target: &mut Vec<Value>, patch: &[Value]) -> Result<(
     }
     *target = items.into_iter().flatten().collect();
     Ok(())
+}
+
+/// Applies a JSON patch to `v`, with kube-apiserver's status codes: 400
+/// for a patch that is not a list of operations, 413 past 10,000
+/// operations, 422 for an operation that fails or a result nested deeper
+/// than an object may be. On error `v` (which may be nested arbitrarily
+/// deep by then) is dropped without recursion.
+pub(crate) fn json_patched(v: &mut Value, patch: Value) -> ApiResult<()> {
+    let err = match json_patch(v, patch) {
+        Ok(()) => match nesting::too_deep(v, nesting::MAX_DEPTH) {
+            None => return Ok(()),
+            Some(path) => format!(
+                "the patched object nests deeper than {} levels at {path}",
+                nesting::MAX_DEPTH
+            ),
+        },
+        Err(e @ JsonPatchError::Decode(_)) => {
+            return Err(ApiError::bad_request(e.to_string()));
+        }
+        Err(e @ JsonPatchError::TooManyOperations(_)) => {
+            return Err(ApiError::new(413, "RequestEntityTooLarge", e.to_string()));
+        }
+        Err(e) => e.to_string(),
+    };
+    nesting::drop(std::mem::take(v));
+    Err(ApiError::new(
+        422,
+        "Invalid",
+        format!("the server rejected our request due to an error in our request: {err}"),
+    ))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::resources::Resource;
-use crate::store::Obj;
+use crate::state::Obj;
 
 /// What a response carries for each object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,16 +9,14 @@ use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Body, Frame, Incoming};
-use hyper::{Response, StatusCode};
+use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::limits::MAX_BODY;
 use crate::status::{ApiError, ApiResult};
 
 pub(crate) type RespBody = BoxBody<Bytes, Infallible>;
-
-/// Bodies larger than this get 413, like the real server's 3 MiB limit.
-pub(crate) const MAX_BODY: usize = 3 * 1024 * 1024;
 
 /// Parsed query parameters.
 #[derive(Debug, Default, Clone)]
@@ -198,6 +196,14 @@ impl Body for ChannelBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         self.0.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b))))
     }
+}
+
+/// The value of header `name`, or `""` when absent or not text.
+pub(crate) fn header<'a>(req: &'a Request<Incoming>, name: &str) -> &'a str {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -12,36 +12,12 @@
 use hyper::Response;
 use serde_json::{Value, json};
 
-use crate::api::Ctx;
+use crate::context::Ctx;
 use crate::intake::Options;
 use crate::request::{self as rq, RespBody};
-use crate::satoken::{self, ServiceAccount};
+use crate::satoken;
 use crate::status::{ApiError, ApiResult};
-
-/// Who a request speaks for.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum User {
-    /// The server's own token, or any client of a loopback server without one.
-    Admin,
-    /// A service account, by a token this server signed.
-    ServiceAccount(ServiceAccount),
-}
-
-impl User {
-    /// kube's `UserInfo` of this user.
-    pub(crate) fn info(&self) -> Value {
-        match self {
-            Self::Admin => {
-                json!({"username": "windlass-admin", "groups": ["system:masters", "system:authenticated"]})
-            }
-            Self::ServiceAccount(sa) => json!({
-                "username": format!("system:serviceaccount:{}:{}", sa.namespace, sa.name),
-                "uid": sa.uid,
-                "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{}", sa.namespace), "system:authenticated"],
-            }),
-        }
-    }
-}
+use crate::user::User;
 
 const ALLOWED: &str = "windlass has no authorization: every request it lets in is allowed";
 

@@ -5,7 +5,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hyper::server::conn::http1;
@@ -18,8 +18,9 @@ use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinHandle;
 
 use crate::durability::Durability;
+use crate::shared::Shared;
+use crate::state::State;
 use crate::storage::{Storage, StorageError};
-use crate::store::State;
 use crate::tls::TlsError;
 
 /// How to run the server. Defaults: listen on `127.0.0.1:0`, in memory, no
@@ -195,58 +196,6 @@ pub enum Error {
     SigningKey(#[from] crate::satoken::KeyError),
 }
 
-/// State shared by every request and task.
-pub(crate) struct Shared {
-    state: Mutex<State>,
-    pub(crate) gc: Notify,
-    pub(crate) shutdown: watch::Receiver<bool>,
-    /// Set when the [`RunningServer`] is dropped: open connections close at once.
-    killed: watch::Receiver<bool>,
-    pub(crate) token: Option<crate::token::Expected>,
-    /// Signs and checks service account tokens.
-    pub(crate) sa_key: crate::satoken::SigningKey,
-    pub(crate) bookmark_interval: Duration,
-    pub(crate) streaming_lists: bool,
-    pub(crate) server_addr: String,
-    pub(crate) request_timeout: Duration,
-    /// Connections being served now.
-    pub(crate) connections: AtomicUsize,
-    /// Times accepting a connection failed (out of file descriptors, say).
-    pub(crate) accept_failures: AtomicU64,
-}
-
-impl Shared {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The service account `token` speaks for, if this server signed it for
-    /// `audience`, it has not expired, and the account still exists (with
-    /// the uid it was signed for).
-    pub(crate) fn service_account(
-        &self,
-        token: &str,
-        audience: &str,
-    ) -> Result<crate::satoken::ServiceAccount, String> {
-        let claims = self
-            .sa_key
-            .verify(token)
-            .ok_or("invalid bearer token: not signed by this server")?;
-        let sa = crate::satoken::check(&claims, crate::time::now_secs(), audience)?;
-        match self.lock().get("/serviceaccounts", &sa.namespace, &sa.name) {
-            Some(o) if crate::object::uid(&o.value) == sa.uid => Ok(sa),
-            Some(_) => Err(format!(
-                "service account {}/{} has been deleted and recreated since the token was made",
-                sa.namespace, sa.name
-            )),
-            None => Err(format!(
-                "service account {}/{} does not exist",
-                sa.namespace, sa.name
-            )),
-        }
-    }
-}
-
 /// A running server. Dropping it stops serving at once (the listener and
 /// every open connection close) without flushing; call
 /// [`RunningServer::shutdown`] for an orderly stop.
@@ -322,7 +271,7 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         storage,
         loaded.start_rv,
         loaded.objects,
-        crate::store::History {
+        crate::state::History {
             events: config.watch_history,
             bytes: config.watch_history_bytes,
             buffer: config.watch_buffer,

@@ -1,211 +1,18 @@
-//! Server-side apply: field sets (`fieldsV1`), managers in `managedFields`,
-//! conflicts and the apply merge.
-//!
-//! A field set is a set of paths; a path is a list of `fieldsV1` segments
-//! (`f:spec`, `k:{"name":"web"}`). List items are keyed by the same merge keys
-//! the strategic merge patch uses; other lists are atomic.
-
-use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
+//! Server-side apply: conflicts with other managers and the apply merge,
+//! over the field sets and `managedFields` entries of `managed.rs`.
 
 use serde_json::{Map, Value, json};
 
+use crate::managed::{
+    Entry, FieldSet, Lookup, Path, Step, differs, entries, field_set, store_entries,
+};
 use crate::object::meta_mut;
 use crate::patch;
+use crate::scope::Req;
+use crate::state::Obj;
 use crate::status::{ApiError, ApiResult};
-use crate::store::Obj;
-use crate::time::now_rfc3339;
 use crate::update::Next;
-use crate::write::{self, Part, Req};
-
-type Path = Vec<String>;
-type FieldSet = BTreeSet<Path>;
-
-const SKIP_META: [&str; 8] = [
-    "name",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "managedFields",
-    "selfLink",
-];
-
-/// The leaf paths an object sets.
-pub(crate) fn field_set(v: &Value, with_status: bool) -> FieldSet {
-    let mut out = FieldSet::new();
-    if let Some(m) = v.as_object() {
-        for (k, x) in m {
-            if k == "apiVersion" || k == "kind" || (k == "status" && !with_status) {
-                continue;
-            }
-            let mut p = vec![format!("f:{k}")];
-            if k == "metadata" {
-                if let Some(mm) = x.as_object() {
-                    for (mk, mx) in mm
-                        .iter()
-                        .filter(|(mk, _)| !SKIP_META.contains(&mk.as_str()))
-                    {
-                        p.push(format!("f:{mk}"));
-                        collect(mx, mk, &mut p, &mut out);
-                        p.pop();
-                    }
-                }
-                continue;
-            }
-            collect(x, k, &mut p, &mut out);
-        }
-    }
-    out
-}
-
-fn item_key(field: &str, item: &Value) -> Option<String> {
-    let key = patch::merge_key(field, item)?;
-    let id = item.get(key)?;
-    Some(format!("k:{}", json!({ key: id })))
-}
-
-/// The longest field path tracked: a path of `n` segments nests `n + 1`
-/// levels in `fieldsV1`, itself 4 levels into the object
-/// (`metadata.managedFields[i].fieldsV1`), and the object may nest at most
-/// `MAX_DEPTH`. Anything deeper is owned as a whole, at this depth.
-const MAX_FIELD_PATH: usize = crate::nesting::MAX_DEPTH - 5;
-
-fn collect(v: &Value, field: &str, prefix: &mut Path, out: &mut FieldSet) {
-    // Room for two more segments (a keyed item and its field) or none.
-    if prefix.len() + 2 > MAX_FIELD_PATH {
-        out.insert(prefix.clone());
-        return;
-    }
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            for (k, x) in m {
-                prefix.push(format!("f:{k}"));
-                collect(x, k, prefix, out);
-                prefix.pop();
-            }
-        }
-        Value::Array(a) if !a.is_empty() && a.iter().all(|i| item_key(field, i).is_some()) => {
-            for i in a {
-                prefix.push(item_key(field, i).expect("checked above"));
-                out.insert(prefix.clone());
-                if let Value::Object(m) = i {
-                    for (k, x) in m {
-                        prefix.push(format!("f:{k}"));
-                        collect(x, k, prefix, out);
-                        prefix.pop();
-                    }
-                }
-                prefix.pop();
-            }
-        }
-        _ => {
-            out.insert(prefix.clone());
-        }
-    }
-}
-
-/// Finds values by field path in one object. Each keyed list is indexed by
-/// its items' keys the first time a path goes through it, so a lookup costs
-/// the length of the path, not of the lists: an object can carry lists of
-/// tens of thousands of items (a pod's env), and every path of it is
-/// looked up in both the old and the new object.
-struct Lookup<'a> {
-    root: &'a Value,
-    lists: RefCell<HashMap<*const Value, HashMap<String, Vec<usize>>>>,
-}
-
-impl<'a> Lookup<'a> {
-    fn new(root: &'a Value) -> Self {
-        Self {
-            root,
-            lists: RefCell::default(),
-        }
-    }
-
-    /// The positions of the items of `list` (the value of `field`) with key
-    /// segment `seg`.
-    fn items(&self, list: &'a Value, field: &str, seg: &str) -> Vec<usize> {
-        let mut lists = self.lists.borrow_mut();
-        let index = lists.entry(list as *const Value).or_insert_with(|| {
-            let mut index: HashMap<String, Vec<usize>> = HashMap::new();
-            for (i, item) in list.as_array().into_iter().flatten().enumerate() {
-                if let Some(k) = item_key(field, item) {
-                    index.entry(k).or_default().push(i);
-                }
-            }
-            index
-        });
-        index.get(seg).cloned().unwrap_or_default()
-    }
-
-    /// The value at `path`, if present.
-    fn get(&self, path: &[String]) -> Option<&'a Value> {
-        let mut cur = self.root;
-        let mut field = "";
-        for seg in path {
-            if let Some(f) = seg.strip_prefix("f:") {
-                cur = cur.get(f)?;
-                field = f;
-            } else {
-                let i = *self.items(cur, field, seg).first()?;
-                cur = cur.as_array()?.get(i)?;
-            }
-        }
-        Some(cur)
-    }
-
-    /// `path` as concrete steps, one per item when it ends at a keyed item
-    /// (every item with that key goes).
-    fn steps(&self, path: &[String]) -> Vec<Vec<Step>> {
-        let Some((last, parent)) = path.split_last() else {
-            return vec![];
-        };
-        let mut steps = Vec::with_capacity(path.len());
-        let mut cur = self.root;
-        let mut field = "";
-        for seg in parent {
-            if let Some(f) = seg.strip_prefix("f:") {
-                let Some(next) = cur.get(f) else {
-                    return vec![];
-                };
-                steps.push(Step::Key(f.to_owned()));
-                (cur, field) = (next, f);
-            } else {
-                let Some(&i) = self.items(cur, field, seg).first() else {
-                    return vec![];
-                };
-                steps.push(Step::Index(i));
-                cur = &cur[i];
-            }
-        }
-        match last.strip_prefix("f:") {
-            Some(f) => vec![[steps, vec![Step::Key(f.to_owned())]].concat()],
-            None => self
-                .items(cur, field, last)
-                .into_iter()
-                .map(|i| [steps.clone(), vec![Step::Index(i)]].concat())
-                .collect(),
-        }
-    }
-}
-
-/// One step into a value: a member or an item.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Step {
-    Key(String),
-    Index(usize),
-}
-
-/// Whether two objects differ at `path`; a list item's key marker only records presence.
-fn differs(a: &Lookup<'_>, b: &Lookup<'_>, path: &[String]) -> bool {
-    if path.last().is_some_and(|s| s.starts_with("k:")) {
-        a.get(path).is_some() != b.get(path).is_some()
-    } else {
-        a.get(path) != b.get(path)
-    }
-}
+use crate::write::{self, Part};
 
 /// Removes the values at `paths` from `v`. The paths are resolved to
 /// positions first, then removed highest position first, so that taking
@@ -237,46 +44,6 @@ fn remove_all<'p>(v: &mut Value, paths: impl Iterator<Item = &'p Path>) {
     }
 }
 
-/// `fieldsV1` for a set.
-pub(crate) fn to_fields_v1(set: &FieldSet) -> Value {
-    let mut root = Map::new();
-    for p in set {
-        let mut cur = &mut root;
-        for seg in p {
-            let next = cur.entry(seg.clone()).or_insert_with(|| json!({}));
-            if seg.starts_with("k:") {
-                next.as_object_mut()
-                    .expect("object")
-                    .entry(".")
-                    .or_insert_with(|| json!({}));
-            }
-            cur = next.as_object_mut().expect("fieldsV1 nodes are objects");
-        }
-    }
-    Value::Object(root)
-}
-
-/// The set a `fieldsV1` describes.
-pub(crate) fn from_fields_v1(v: &Value) -> FieldSet {
-    fn walk(v: &Value, prefix: &mut Path, out: &mut FieldSet) {
-        let children: Vec<(&String, &Value)> = v
-            .as_object()
-            .map(|m| m.iter().filter(|(k, _)| *k != ".").collect())
-            .unwrap_or_default();
-        if (v.get(".").is_some() || children.is_empty()) && !prefix.is_empty() {
-            out.insert(prefix.clone());
-        }
-        for (k, x) in children {
-            prefix.push(k.clone());
-            walk(x, prefix, out);
-            prefix.pop();
-        }
-    }
-    let mut out = FieldSet::new();
-    walk(v, &mut vec![], &mut out);
-    out
-}
-
 fn display(path: &[String]) -> String {
     let mut s = String::new();
     for seg in path {
@@ -293,103 +60,6 @@ fn display(path: &[String]) -> String {
         }
     }
     s
-}
-
-/// A `managedFields` entry.
-#[derive(Debug, Clone)]
-struct Entry {
-    manager: String,
-    operation: String,
-    api_version: String,
-    fields: FieldSet,
-    subresource: Option<String>,
-    /// When the entry last changed; `None` for "now".
-    time: Option<String>,
-}
-
-fn entries(v: &Value) -> Vec<Entry> {
-    v["metadata"]["managedFields"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|e| Entry {
-                    manager: e["manager"].as_str().unwrap_or_default().into(),
-                    operation: e["operation"].as_str().unwrap_or("Update").into(),
-                    api_version: e["apiVersion"].as_str().unwrap_or_default().into(),
-                    fields: from_fields_v1(&e["fieldsV1"]),
-                    subresource: e["subresource"].as_str().map(str::to_owned),
-                    time: e["time"].as_str().map(str::to_owned),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn store_entries(v: &mut Value, es: &[Entry]) {
-    let now = now_rfc3339();
-    let list: Vec<Value> = es
-        .iter()
-        .filter(|e| !e.fields.is_empty())
-        .map(|e| {
-            let mut x = json!({"manager": e.manager, "operation": e.operation, "apiVersion": e.api_version,
-                "time": e.time.clone().unwrap_or_else(|| now.clone()), "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(&e.fields)});
-            if let Some(s) = &e.subresource {
-                x["subresource"] = json!(s);
-            }
-            x
-        })
-        .collect();
-    let meta = meta_mut(v);
-    if list.is_empty() {
-        meta.remove("managedFields");
-    } else {
-        meta.insert("managedFields".into(), Value::Array(list));
-    }
-}
-
-/// Records that `manager` (an Update) changed the fields that differ between `old` and `new`.
-pub(crate) fn record_update(old: &Value, new: &mut Value, manager: &str, api_version: &str) {
-    let mut es = entries(old);
-    let old_set = field_set(old, false);
-    let new_set = field_set(new, false);
-    let changed: FieldSet = {
-        let (lo, ln) = (Lookup::new(old), Lookup::new(new));
-        new_set
-            .iter()
-            .filter(|p| differs(&lo, &ln, p))
-            .cloned()
-            .collect()
-    };
-    let removed: FieldSet = old_set.difference(&new_set).cloned().collect();
-    if changed.is_empty() && removed.is_empty() {
-        return;
-    }
-    for e in &mut es {
-        let before = e.fields.len();
-        e.fields
-            .retain(|p| !changed.contains(p) && !removed.contains(p));
-        if e.fields.len() != before {
-            e.time = None;
-        }
-    }
-    match es
-        .iter_mut()
-        .find(|e| e.manager == manager && e.operation == "Update")
-    {
-        Some(e) => {
-            e.fields.extend(changed);
-            e.time = None;
-        }
-        None => es.push(Entry {
-            manager: manager.into(),
-            operation: "Update".into(),
-            api_version: api_version.into(),
-            fields: changed,
-            subresource: None,
-            time: None,
-        }),
-    }
-    store_entries(new, &es);
 }
 
 /// `(field, manager)` pairs where `applied` would change a value another manager owns.
@@ -525,6 +195,7 @@ pub(crate) fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::managed::{MAX_FIELD_PATH, from_fields_v1, record_update, to_fields_v1};
 
     #[test]
     fn field_sets_key_containers_by_name() {

@@ -3,7 +3,7 @@
 use hyper::{Method, Response};
 use serde_json::{Value, json};
 
-use crate::api::Ctx;
+use crate::context::Ctx;
 use crate::object;
 use crate::patch::{self, PatchKind};
 use crate::request::{self as rq, RespBody};
@@ -86,7 +86,7 @@ pub(crate) async fn scale(
             Some((Some(kind), p)) => {
                 let mut s = current.clone();
                 match kind {
-                    PatchKind::Json => crate::handlers::json_patched(&mut s, p)?,
+                    PatchKind::Json => patch::json_patched(&mut s, p)?,
                     PatchKind::Strategic => {
                         patch::strategic(&mut s, &p).map_err(ApiError::bad_request)?
                     }

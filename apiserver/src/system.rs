@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 
 use crate::object;
 use crate::resources::Resource;
-use crate::store::State;
-use crate::write::{self, Req};
+use crate::scope::Req;
+use crate::state::State;
+use crate::write;
 
 /// The cluster IP a cluster gives the `kubernetes` Service (the first of
 /// the default service range).

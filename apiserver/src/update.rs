@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::api::Ctx;
+use crate::context::Ctx;
+use crate::state::Obj;
 use crate::status::{ApiError, ApiResult};
-use crate::store::Obj;
 use crate::write::{self, Written};
 
 /// What a computation decided.

@@ -19,9 +19,9 @@ use crate::filter::Filter;
 use crate::represent::{self, Shape};
 use crate::request::{ChannelBody, Query, RespBody};
 use crate::resources::Resource;
-use crate::server::Shared;
+use crate::shared::Shared;
+use crate::state::{Event, EventType, Obj, RvError, event_line};
 use crate::status::{ApiError, ApiResult};
-use crate::store::{Event, EventType, Obj, RvError, event_line};
 use crate::table;
 
 /// How long a watcher may leave a line untaken before it is closed.
@@ -266,7 +266,7 @@ mod tests {
     use super::*;
     use crate::request::Query;
     use crate::resources::builtins;
-    use crate::store::Obj;
+    use crate::state::Obj;
     use serde_json::Value;
 
     fn watcher(selector: &str) -> Watcher {

@@ -7,17 +7,15 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
 use crate::admission;
 use crate::object::{self, meta_mut};
-use crate::resources::{self, Resource};
+use crate::resources;
+use crate::scope::Req;
+use crate::state::{AckRx, Obj, State};
 use crate::status::{ApiError, ApiResult, Target};
-use crate::store::{Obj, State};
 use crate::time::now_rfc3339;
 use crate::validate;
-
-pub(crate) type AckRx = oneshot::Receiver<Result<(), String>>;
 
 /// The result of a write.
 #[derive(Debug)]
@@ -26,26 +24,6 @@ pub(crate) struct Written {
     pub(crate) ack: Option<AckRx>,
     /// The object no longer exists after this write.
     pub(crate) gone: bool,
-}
-
-/// What a write is addressed to.
-#[derive(Debug, Clone)]
-pub(crate) struct Req<'a> {
-    pub(crate) res: &'a Resource,
-    pub(crate) version: &'a str,
-    /// Empty for cluster-scoped resources.
-    pub(crate) ns: &'a str,
-    pub(crate) dry_run: bool,
-}
-
-impl<'a> Req<'a> {
-    pub(crate) fn target(&self, name: &'a str) -> Target<'a> {
-        Target {
-            group: &self.res.group,
-            resource: &self.res.plural,
-            name,
-        }
-    }
 }
 
 /// How dependents are treated when their owner is deleted.
@@ -409,7 +387,7 @@ pub(crate) fn replacement(
     }
     let mut new = merge_parts(req, &old.value, body, part);
     if let Some((manager, api_version)) = manager {
-        crate::ssa::record_update(&old.value, &mut new, manager, api_version);
+        crate::managed::record_update(&old.value, &mut new, manager, api_version);
     }
     Ok(new)
 }

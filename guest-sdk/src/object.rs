@@ -109,7 +109,7 @@ impl Object {
         Self::from_text(serde_json::to_string(&identity).unwrap_or_default())
     }
 
-    fn wrap(value: Value) -> Self {
+    pub(crate) fn wrap(value: Value) -> Self {
         Self {
             raw: OnceCell::new(),
             value: OnceCell::from(value),

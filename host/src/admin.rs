@@ -27,7 +27,7 @@ use prometheus_client::registry::{Registry, Unit};
 use tokio::net::TcpListener;
 
 use crate::histogram::HistogramSnapshot;
-use crate::host::Host;
+use crate::host::{ControllerStats, Host};
 
 type Labels = Vec<(String, String)>;
 
@@ -242,7 +242,13 @@ pub async fn metrics(host: &Host) -> String {
         help: "Time one reconcile takes (request, plugin call, writes), by plugin",
         rows: Vec::new(),
     };
-    for (name, path, stats, depth) in host.controller_stats().await {
+    for ControllerStats {
+        name,
+        file,
+        stats,
+        depth,
+    } in host.controller_stats().await
+    {
         let l = vec![("plugin".to_owned(), name.clone())];
         queue_wait.rows.push((l.clone(), stats.queue_wait));
         reconcile_time.rows.push((l.clone(), stats.reconcile_time));
@@ -265,7 +271,7 @@ pub async fn metrics(host: &Host) -> String {
                 .set(n as i64);
         }
         loaded
-            .get_or_create(&vec![("file".to_owned(), path)])
+            .get_or_create(&vec![("file".to_owned(), file.display().to_string())])
             .set(1);
     }
     r.register_collector(Box::new(queue_wait));

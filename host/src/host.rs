@@ -59,6 +59,18 @@ pub struct PluginStatus {
     pub error: Option<String>,
 }
 
+/// One running plugin's counters and queue depth, for `/metrics` and tests.
+#[derive(Debug, Clone)]
+pub struct ControllerStats {
+    /// The plugin's name.
+    pub name: String,
+    /// The file it was loaded from.
+    pub file: PathBuf,
+    pub stats: StatsSnapshot,
+    /// Keys ready, delayed and in flight.
+    pub depth: QueueDepth,
+}
+
 /// One running plugin's numbers, for the metrics Kubernetes dashboards
 /// know (see `conventions.rs`).
 #[derive(Debug, Clone)]
@@ -98,7 +110,55 @@ impl Slot {
     }
 }
 
-type Controllers = Arc<tokio::sync::Mutex<BTreeMap<String, (PathBuf, Slot)>>>;
+/// Loaded plugins by name, with the file each came from.
+type SlotMap = BTreeMap<String, (PathBuf, Slot)>;
+
+/// The loaded plugins, and the order in which they may be touched.
+///
+/// A change (install, retire, shutdown, a waiting plugin starting) can wait
+/// for a controller to drain, so changes are serialised by one lock held
+/// for the whole change, and the map itself is behind a second lock held
+/// only for moments. The types fix that discipline: the map is reached
+/// only inside a synchronous closure (so its lock is never held across an
+/// `.await`, a drain included), and only a [`Change`] — which holds the
+/// first lock — may alter it. Readers never wait for a change to finish.
+#[derive(Clone, Default)]
+struct Slots(Arc<SlotsInner>);
+
+#[derive(Default)]
+struct SlotsInner {
+    /// Held for the whole of a change.
+    changing: tokio::sync::Mutex<()>,
+    /// Held only inside [`Slots::read`] and [`Change::with`].
+    map: Mutex<SlotMap>,
+}
+
+impl Slots {
+    /// Looks at the loaded plugins.
+    fn read<R>(&self, f: impl FnOnce(&SlotMap) -> R) -> R {
+        f(&self.0.map.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Begins a change, once every earlier change has finished.
+    async fn change(&self) -> Change<'_> {
+        Change {
+            _changing: self.0.changing.lock().await,
+            slots: &self.0,
+        }
+    }
+}
+
+/// The right to alter the loaded plugins, held for one change.
+struct Change<'a> {
+    _changing: tokio::sync::MutexGuard<'a, ()>,
+    slots: &'a SlotsInner,
+}
+
+impl Change<'_> {
+    fn with<R>(&self, f: impl FnOnce(&mut SlotMap) -> R) -> R {
+        f(&mut self.slots.map.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
 
 /// First and longest pause between attempts to start a waiting plugin.
 const WAIT_RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(30));
@@ -113,11 +173,8 @@ pub struct Host {
     informers: Arc<Informers>,
     writer: Arc<Writer>,
     grace: Duration,
-    /// Loaded plugins by name, with the file each came from. Held only
-    /// briefly: nothing waits for a controller to drain under it.
-    controllers: Controllers,
-    /// Serialises installs and unloads (which may wait for a drain).
-    changing: Arc<tokio::sync::Mutex<()>>,
+    /// Loaded plugins (see [`Slots`] for how they are changed).
+    slots: Slots,
     /// Files that failed to load, with the reason.
     errors: Mutex<BTreeMap<PathBuf, String>>,
     /// What each loaded file runs (see [`Source`]).
@@ -145,8 +202,7 @@ impl Host {
             )),
             writer: Arc::new(Writer::new(client, discovery)),
             grace: config.grace,
-            controllers: Arc::default(),
-            changing: Arc::default(),
+            slots: Slots::default(),
             errors: Mutex::new(BTreeMap::new()),
             origins: Mutex::new(BTreeMap::new()),
         })
@@ -303,9 +359,9 @@ impl Host {
 
     async fn install(&self, path: &Path, plugin: Plugin) -> anyhow::Result<String> {
         let name = plugin.name().to_owned();
-        let _changing = self.changing.lock().await;
-        let old = {
-            let mut controllers = self.controllers.lock().await;
+        let change = self.slots.change().await;
+        // `None`: updated in place; else the slot it replaces, if any.
+        let replaced = change.with(|controllers| {
             if let Some(finalizer) = &plugin.manifest().finalizer
                 && let Some((other, (other_path, _))) = controllers.iter().find(|(n, (_, slot))| {
                     **n != name && slot.plugin().manifest().finalizer.as_ref() == Some(finalizer)
@@ -335,12 +391,15 @@ impl Host {
                     && !plugin.manifest().watches().any(|(_, w)| w.indexed)
                 {
                     // Same watches: swap the code under the running queue.
-                    running.replace_plugin(plugin);
+                    running.replace_plugin(plugin.clone());
                     tracing::info!(plugin = %name, "plugin updated in place");
-                    return Ok(name);
+                    return Ok(None);
                 }
             }
-            controllers.remove(&name)
+            Ok(Some(controllers.remove(&name)))
+        })?;
+        let Some(old) = replaced else {
+            return Ok(name);
         };
         // New, or its manifest changed: start it afresh. The old controller
         // drains first so no key is processed by both; every key is
@@ -353,19 +412,15 @@ impl Host {
                 Ok(controller) => Slot::Running(controller),
                 Err(e) => self.wait(path, plugin, e),
             };
-        self.controllers
-            .lock()
-            .await
-            .insert(name.clone(), (path.to_path_buf(), slot));
+        change.with(|controllers| controllers.insert(name.clone(), (path.to_path_buf(), slot)));
         Ok(name)
     }
 
     /// Stops the plugins loaded from `path` whose names are not in `keep`
     /// (the file's content, or its instances file, names others now).
     async fn retire(&self, path: &Path, keep: &[String]) {
-        let _changing = self.changing.lock().await;
-        let stale: Vec<(PathBuf, Slot)> = {
-            let mut controllers = self.controllers.lock().await;
+        let change = self.slots.change().await;
+        let stale: Vec<(PathBuf, Slot)> = change.with(|controllers| {
             let names: Vec<String> = controllers
                 .iter()
                 .filter(|(n, (p, _))| p == path && !keep.contains(n))
@@ -375,7 +430,7 @@ impl Host {
                 .into_iter()
                 .filter_map(|n| controllers.remove(&n))
                 .collect()
-        };
+        });
         for (_, old) in stale {
             old.stop(self.grace).await;
         }
@@ -387,7 +442,7 @@ impl Host {
         let name = plugin.name().to_owned();
         let reason = Arc::new(Mutex::new(error.to_string()));
         tracing::warn!(plugin = %name, file = %path.display(), %error, "plugin waits for its kinds to be served; retrying");
-        let (controllers, changing) = (self.controllers.clone(), self.changing.clone());
+        let slots = self.slots.clone();
         let (informers, writer) = (self.informers.clone(), self.writer.clone());
         let (p, r) = (plugin.clone(), reason.clone());
         let retry = tokio::spawn(async move {
@@ -397,14 +452,15 @@ impl Host {
                 pause = (pause * 2).min(WAIT_RETRY.1);
                 match Controller::start(p.clone(), &informers, writer.clone()).await {
                     Ok(controller) => {
-                        // Installs and unloads abort this task while they
-                        // hold `changing`, so once we hold it the waiting
+                        // Installs and unloads abort this task within their
+                        // change, so once this change begins the waiting
                         // slot is still ours.
-                        let _changing = changing.lock().await;
-                        if let Some((_, slot)) = controllers.lock().await.get_mut(&name) {
-                            tracing::info!(plugin = %name, "its kinds are served now; plugin started");
-                            *slot = Slot::Running(controller);
-                        }
+                        slots.change().await.with(|controllers| {
+                            if let Some((_, slot)) = controllers.get_mut(&name) {
+                                tracing::info!(plugin = %name, "its kinds are served now; plugin started");
+                                *slot = Slot::Running(controller);
+                            }
+                        });
                         return;
                     }
                     Err(e) => {
@@ -434,11 +490,8 @@ impl Host {
             .is_some_and(|o| o == origin);
         let running = same
             && self
-                .controllers
-                .lock()
-                .await
-                .values()
-                .any(|(p, _)| p == path);
+                .slots
+                .read(|controllers| controllers.values().any(|(p, _)| p == path));
         if running {
             self.clear_error(path);
         }
@@ -497,14 +550,13 @@ impl Host {
         }
         let present: std::collections::BTreeSet<&Path> =
             scan.iter().map(|(p, _)| p.as_path()).collect();
-        let gone: Vec<PathBuf> = self
-            .controllers
-            .lock()
-            .await
-            .values()
-            .map(|(p, _)| p.clone())
-            .filter(|p| p.starts_with(dir) && !present.contains(p.as_path()))
-            .collect();
+        let gone: Vec<PathBuf> = self.slots.read(|controllers| {
+            controllers
+                .values()
+                .map(|(p, _)| p.clone())
+                .filter(|p| p.starts_with(dir) && !present.contains(p.as_path()))
+                .collect()
+        });
         for path in gone {
             tracing::info!(file = %path.display(), "plugin file removed; stopping it");
             self.unload_file(&path).await;
@@ -519,87 +571,58 @@ impl Host {
     /// True once every loaded plugin runs and its informers have listed (a
     /// plugin waiting for its kinds is not ready).
     pub async fn is_ready(&self) -> bool {
-        self.controllers
-            .lock()
-            .await
-            .values()
-            .all(|(_, slot)| matches!(slot, Slot::Running(c) if c.is_synced()))
+        self.slots.read(|controllers| {
+            controllers
+                .values()
+                .all(|(_, slot)| matches!(slot, Slot::Running(c) if c.is_synced()))
+        })
     }
 
     /// The numbers of every running controller.
     pub async fn controller_metrics(&self) -> Vec<ControllerMetrics> {
-        self.controllers
-            .lock()
-            .await
-            .iter()
-            .filter_map(|(name, (_, slot))| match slot {
-                Slot::Running(c) => Some(ControllerMetrics {
-                    name: name.clone(),
-                    max_concurrency: c.manifest().max_concurrency,
-                    stats: c.stats(),
-                    queue: c.queue_metrics(),
-                }),
-                Slot::Waiting { .. } => None,
-            })
-            .collect()
+        self.slots.read(|controllers| {
+            controllers
+                .iter()
+                .filter_map(|(name, (_, slot))| match slot {
+                    Slot::Running(c) => Some(ControllerMetrics {
+                        name: name.clone(),
+                        max_concurrency: c.manifest().max_concurrency,
+                        stats: c.stats(),
+                        queue: c.queue_metrics(),
+                    }),
+                    Slot::Waiting { .. } => None,
+                })
+                .collect()
+        })
     }
 
-    /// Counters and queue depth (ready, delayed, in flight) of every
-    /// running controller, with its plugin name and file.
-    pub async fn controller_stats(&self) -> Vec<(String, String, StatsSnapshot, QueueDepth)> {
-        self.controllers
-            .lock()
-            .await
-            .iter()
-            .filter_map(|(name, (path, slot))| match slot {
-                Slot::Running(c) => Some((
-                    name.clone(),
-                    path.display().to_string(),
-                    c.stats(),
-                    c.queue_depth(),
-                )),
-                Slot::Waiting { .. } => None,
-            })
-            .collect()
+    /// Counters and queue depth of every running controller, with its
+    /// plugin name and file.
+    pub async fn controller_stats(&self) -> Vec<ControllerStats> {
+        self.slots.read(|controllers| {
+            controllers
+                .iter()
+                .filter_map(|(name, (path, slot))| match slot {
+                    Slot::Running(c) => Some(ControllerStats {
+                        name: name.clone(),
+                        file: path.clone(),
+                        stats: c.stats(),
+                        depth: c.queue_depth(),
+                    }),
+                    Slot::Waiting { .. } => None,
+                })
+                .collect()
+        })
     }
 
     /// One row per plugin file, loaded or failed.
     pub async fn status(&self) -> Vec<PluginStatus> {
-        let mut rows: Vec<PluginStatus> = Vec::new();
-        for (path, slot) in self.controllers.lock().await.values() {
-            let plugin = slot.plugin();
-            let m = plugin.manifest();
-            let mut row = PluginStatus {
-                file: path.display().to_string(),
-                name: Some(m.name.clone()),
-                version: Some(m.version.clone()),
-                digest: Some(plugin.digest().to_owned()),
-                contract: Some(plugin.contract().version().to_owned()),
-                reconciles: Some(m.reconciles.kind.to_string()),
-                ..PluginStatus::default()
-            };
-            match slot {
-                Slot::Running(controller) => {
-                    let depth = controller.queue_depth();
-                    let stats = controller.stats();
-                    row.synced = controller.is_synced();
-                    if !row.synced {
-                        let problems = controller.sync_problems();
-                        if !problems.is_empty() {
-                            row.error = Some(format!("not synced: {}", problems.join("; ")));
-                        }
-                    }
-                    (row.queue_ready, row.queue_delayed, row.in_flight) =
-                        (depth.ready, depth.delayed, depth.in_flight);
-                    (row.reconciles_total, row.failures_total) = (stats.reconciles, stats.failures);
-                }
-                Slot::Waiting { reason, .. } => {
-                    let reason = reason.lock().unwrap_or_else(|e| e.into_inner());
-                    row.error = Some(format!("not started: {reason}; retrying"));
-                }
-            }
-            rows.push(row);
-        }
+        let mut rows: Vec<PluginStatus> = self.slots.read(|controllers| {
+            controllers
+                .values()
+                .map(|(path, slot)| slot_status(path, slot))
+                .collect()
+        });
         for (path, error) in self.errors.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             let file = path.display().to_string();
             match rows.iter_mut().find(|r| r.file == file) {
@@ -629,11 +652,47 @@ impl Host {
     }
 
     async fn shutdown_within(&self, grace: Duration) {
-        let _changing = self.changing.lock().await;
-        let controllers = std::mem::take(&mut *self.controllers.lock().await);
+        let change = self.slots.change().await;
+        let controllers = change.with(std::mem::take);
         futures::future::join_all(controllers.into_values().map(|(_, slot)| slot.stop(grace)))
             .await;
     }
+}
+
+/// The `/plugins` row of a loaded plugin.
+fn slot_status(path: &Path, slot: &Slot) -> PluginStatus {
+    let plugin = slot.plugin();
+    let m = plugin.manifest();
+    let mut row = PluginStatus {
+        file: path.display().to_string(),
+        name: Some(m.name.clone()),
+        version: Some(m.version.clone()),
+        digest: Some(plugin.digest().to_owned()),
+        contract: Some(plugin.contract().version().to_owned()),
+        reconciles: Some(m.reconciles.kind.to_string()),
+        ..PluginStatus::default()
+    };
+    match slot {
+        Slot::Running(controller) => {
+            let depth = controller.queue_depth();
+            let stats = controller.stats();
+            row.synced = controller.is_synced();
+            if !row.synced {
+                let problems = controller.sync_problems();
+                if !problems.is_empty() {
+                    row.error = Some(format!("not synced: {}", problems.join("; ")));
+                }
+            }
+            (row.queue_ready, row.queue_delayed, row.in_flight) =
+                (depth.ready, depth.delayed, depth.in_flight);
+            (row.reconciles_total, row.failures_total) = (stats.reconciles, stats.failures);
+        }
+        Slot::Waiting { reason, .. } => {
+            let reason = reason.lock().unwrap_or_else(|e| e.into_inner());
+            row.error = Some(format!("not started: {reason}; retrying"));
+        }
+    }
+    row
 }
 
 /// What a plugin file runs as: the instances beside it (none: once, under

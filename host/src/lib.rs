@@ -63,7 +63,7 @@ mod writer;
 
 // Running the host: plugins in, controllers out.
 pub use controller::{QueueDepth, StatsSnapshot};
-pub use host::{Host, HostConfig, PluginStatus};
+pub use host::{ControllerStats, Host, HostConfig, PluginStatus};
 pub use plugin_dir::PluginDir;
 
 // The runtime on its own: load a plugin, call it.

@@ -470,8 +470,8 @@ async fn a_plugin_that_never_returns_is_stopped_and_others_keep_working() {
     let stats = host.controller_stats().await;
     let spin = stats
         .iter()
-        .find(|(name, ..)| name == "test-spin")
-        .map(|(_, _, s, _)| s)
+        .find(|c| c.name == "test-spin")
+        .map(|c| &c.stats)
         .expect("test-spin runs");
     assert!(spin.failures >= 1 && spin.blocking_calls >= 1, "{spin:?}");
     host.shutdown().await;
@@ -679,8 +679,8 @@ async fn a_write_that_keeps_failing_backs_off_with_an_event() {
         host.controller_stats()
             .await
             .into_iter()
-            .find(|(name, ..)| name == "test-hostile")
-            .map(|(_, _, s, _)| s.reconciles)
+            .find(|c| c.name == "test-hostile")
+            .map(|c| c.stats.reconciles)
             .unwrap_or(0)
     };
     let before = attempts().await;

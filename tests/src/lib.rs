@@ -1,11 +1,13 @@
 //! Helpers for windlass's end-to-end tests: built plugins and sample objects,
 //! a TCP proxy that injects connection failures, an HTTP proxy that records
 //! requests, RBAC checks of requests as a cluster makes them, a
-//! one-machine cluster (the real binary with the real kubectl), and the
-//! small process helpers of tests that start the binary themselves.
+//! one-machine cluster (the real binary with the real kubectl), the
+//! small process helpers of tests that start the binary themselves, and
+//! the import graph of a crate's modules.
 
 pub mod authz;
 pub mod cluster;
+pub mod modules;
 mod plugins;
 pub mod process;
 pub mod proxy;

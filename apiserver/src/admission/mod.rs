@@ -30,9 +30,9 @@ use windlass_selector::resources::list_to_json;
 use limit_range::Range;
 use resource_quota::Quota;
 
+use crate::scope::Req;
+use crate::state::{AckRx, Obj, State};
 use crate::status::{ApiError, ApiResult, Target};
-use crate::store::{Obj, State};
-use crate::write::{AckRx, Req};
 
 /// `(field, message)` validation causes.
 pub(crate) type Causes = Vec<(String, String)>;

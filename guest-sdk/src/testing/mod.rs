@@ -619,6 +619,51 @@ items:
         assert_eq!(h.get(&key).unwrap().get_bool("status.ok"), Some(true));
     }
 
+    /// The host sends nothing for an apply the live object already
+    /// satisfies (server defaults inside list items included), and its
+    /// patch keeps the live owner references: so does the harness.
+    #[test]
+    fn apply_converges_as_the_host_writer_does() {
+        let mut h = Harness::<Probe>::new().with_objects(OBJECTS).unwrap();
+        let key = ObjectRef::new("example.com/v1", "Thing", "default", "t");
+        let theirs = ObjectRef::new("v1", "ConfigMap", "default", "theirs");
+        let mut live = h.get(&theirs).unwrap();
+        live.set(
+            "data",
+            serde_json::json!({"items": [{"name": "a", "defaulted": "by the server"}]}),
+        );
+        h.insert(live);
+        let before = h.get(&theirs).unwrap();
+        let same = Object::new("v1", "ConfigMap")
+            .with_name("theirs")
+            .with_namespace("default")
+            .with("data", serde_json::json!({"items": [{"name": "a"}]}));
+        h.apply_outcome(&key, &Outcome::new().apply(same)).unwrap();
+        assert_eq!(h.get(&theirs).unwrap(), before, "nothing was sent");
+
+        let drifted = Object::new("v1", "ConfigMap")
+            .with_name("theirs")
+            .with_namespace("default")
+            .with("data.x", "1")
+            .with(
+                "metadata.ownerReferences",
+                serde_json::json!([{"apiVersion": "v1", "kind": "Other", "name": "o", "uid": "o-1"}]),
+            );
+        h.apply_outcome(&key, &Outcome::new().apply(drifted))
+            .unwrap();
+        let after = h.get(&theirs).unwrap();
+        assert_eq!(after.get_str("data.x"), Some("1"));
+        assert_ne!(after.resource_version(), before.resource_version());
+        let owners: Vec<&str> = after
+            .get("metadata.ownerReferences")
+            .and_then(|r| r.as_array())
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["uid"].as_str())
+            .collect();
+        assert_eq!(owners, ["t-1", "o-1"], "the live reference is kept");
+    }
+
     #[test]
     fn cache_outside_a_harness_is_an_error() {
         let err = cache::get(&ObjectRef::new("v1", "Node", "", "n")).unwrap_err();

@@ -1,16 +1,25 @@
 //! A fake of the host's writer: applies an outcome's writes to the test cache.
+//!
+//! What an `apply` sends and what `prune-owned` deletes come from
+//! `windlass-apply`, the host writer's own rules; this file plays the API
+//! server's side of those requests against the fake cache.
 
-use serde_json::{Map, Value};
+use std::collections::HashSet;
+
+use serde_json::Value;
+use windlass_apply::{Apply, Child};
 
 use super::State;
 use crate::{DeleteOptions, Error, Object, ObjectRef, Outcome, Write};
 
 pub(crate) fn apply(state: &State, key: &ObjectRef, outcome: &Outcome) -> Result<(), Error> {
     let primary = state.store.borrow().get(key).cloned();
-    let mut kept = Vec::new();
+    let mut kept = HashSet::new();
     for w in &outcome.writes {
         match w {
-            Write::Apply(o) => kept.push(apply_one(state, primary.as_ref(), o)),
+            Write::Apply(o) => {
+                kept.insert(apply_one(state, primary.as_ref(), o));
+            }
             Write::Replace(o) => {
                 let r = o.object_ref();
                 update(state, &r, |live| {
@@ -20,7 +29,7 @@ pub(crate) fn apply(state: &State, key: &ObjectRef, outcome: &Outcome) -> Result
                         live.set("status", s);
                     }
                 })?;
-                kept.push(r);
+                kept.insert(r);
             }
             Write::UpdateStatus(o) => {
                 let status = o.get("status").cloned().unwrap_or(Value::Null);
@@ -28,7 +37,9 @@ pub(crate) fn apply(state: &State, key: &ObjectRef, outcome: &Outcome) -> Result
             }
             Write::MergePatch { target, patch, .. } => {
                 let target = defaulted(target, primary.as_ref());
-                update(state, &target, |live| merge(live.value_mut(), patch))?;
+                update(state, &target, |live| {
+                    windlass_apply::merge_patch(live.value_mut(), patch)
+                })?;
             }
             Write::Delete { target, options } => {
                 let target = defaulted(target, primary.as_ref());
@@ -47,11 +58,28 @@ pub(crate) fn apply(state: &State, key: &ObjectRef, outcome: &Outcome) -> Result
     if outcome.prune_owned
         && let Some(uid) = primary.as_ref().and_then(Object::uid)
     {
-        state.store.borrow_mut().retain(|r, o| {
-            !state.manifest.is_owned_kind(&r.api_version, &r.kind)
-                || o.controller_ref().is_none_or(|c| c.uid != uid)
-                || kept.contains(r)
-        });
+        // The children the host would find in its caches: of owned kinds,
+        // with a controller reference to the primary object.
+        let owned: Vec<Child<ObjectRef, ()>> = state
+            .store
+            .borrow()
+            .iter()
+            .filter(|(r, o)| {
+                state.manifest.is_owned_kind(&r.api_version, &r.kind)
+                    && o.controller_ref().is_some_and(|c| c.uid == uid)
+            })
+            .map(|(r, o)| Child {
+                key: r.clone(),
+                deleting: o.deletion_timestamp().is_some(),
+                object: (),
+            })
+            .collect();
+        let mut store = state.store.borrow_mut();
+        for child in windlass_apply::pruned(owned, &kept) {
+            // The fake server deletes a pruned child at once (a pod's grace
+            // period is not played here).
+            store.remove(&child.key);
+        }
     }
     Ok(())
 }
@@ -184,49 +212,45 @@ fn apply_one(state: &State, primary: Option<&Object>, o: &Object) -> ObjectRef {
         obj.set("metadata.name", format!("{prefix}{}", suffix(n)));
     }
     let r = obj.object_ref();
-    let exists = state.store.borrow().contains_key(&r);
-    if exists {
-        // Converge the given fields onto the live object.
-        let _ = update(state, &r, |live| merge(live.value_mut(), obj.value()));
-        return r;
-    }
-    let n = state.next();
-    obj.set("metadata.uid", format!("uid-{n}"));
-    obj.set("metadata.resourceVersion", n.to_string());
-    obj.set("metadata.generation", 1);
-    obj.set(
-        "metadata.creationTimestamp",
-        format!(
-            "2026-01-01T{:02}:{:02}:{:02}Z",
-            n / 3600 % 24,
-            n / 60 % 60,
-            n % 60
-        ),
-    );
-    if let Some(p) = primary {
-        let owned = state.manifest.is_owned_kind(obj.api_version(), obj.kind());
-        if owned
-            && obj.controller_ref().is_none()
-            && let Some(uid) = p.uid()
-        {
-            let owner = serde_json::json!({
-                "apiVersion": p.api_version(), "kind": p.kind(), "name": p.name(),
-                "uid": uid, "controller": true, "blockOwnerDeletion": true,
+    let owner = primary
+        .filter(|_| state.manifest.is_owned_kind(obj.api_version(), obj.kind()))
+        .and_then(|p| {
+            let uid = p.uid()?;
+            Some(windlass_apply::owner_reference(
+                p.api_version(),
+                p.kind(),
+                p.name(),
+                uid,
+            ))
+        });
+    let live = state.store.borrow().get(&r).map(|l| l.value().clone());
+    // The fake cache knows no kind's subresources: status is an ordinary
+    // field here, as for a kind without a status subresource.
+    match windlass_apply::apply(obj.into_value(), live.as_ref(), owner.as_ref(), false) {
+        Apply::Converged => {}
+        Apply::Patch(patch) => {
+            let _ = update(state, &r, |live| {
+                windlass_apply::merge_patch(live.value_mut(), &patch)
             });
-            let refs = match obj.get_mut("metadata.ownerReferences") {
-                Some(Value::Array(a)) => a,
-                _ => {
-                    obj.set("metadata.ownerReferences", Value::Array(Vec::new()));
-                    match obj.get_mut("metadata.ownerReferences") {
-                        Some(Value::Array(a)) => a,
-                        _ => unreachable!("just set"),
-                    }
-                }
-            };
-            refs.push(owner);
+        }
+        Apply::Create(value) => {
+            let mut obj = Object::wrap(value);
+            let n = state.next();
+            obj.set("metadata.uid", format!("uid-{n}"));
+            obj.set("metadata.resourceVersion", n.to_string());
+            obj.set("metadata.generation", 1);
+            obj.set(
+                "metadata.creationTimestamp",
+                format!(
+                    "2026-01-01T{:02}:{:02}:{:02}Z",
+                    n / 3600 % 24,
+                    n / 60 % 60,
+                    n % 60
+                ),
+            );
+            state.store.borrow_mut().insert(r.clone(), obj);
         }
     }
-    state.store.borrow_mut().insert(r.clone(), obj);
     r
 }
 
@@ -256,25 +280,6 @@ fn update(state: &State, r: &ObjectRef, f: impl FnOnce(&mut Object)) -> Result<(
         live.set("metadata.resourceVersion", state.next().to_string());
     }
     Ok(())
-}
-
-/// RFC 7386 JSON merge patch.
-fn merge(target: &mut Value, patch: &Value) {
-    let Value::Object(p) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Map::new());
-    }
-    let Value::Object(t) = target else { return };
-    for (k, v) in p {
-        if v.is_null() {
-            t.remove(k);
-        } else {
-            merge(t.entry(k.as_str()).or_insert(Value::Null), v);
-        }
-    }
 }
 
 /// A 5-character lowercase suffix like the API server's, but deterministic.

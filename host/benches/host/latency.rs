@@ -107,8 +107,8 @@ pub(crate) fn latency_windlass(
         let stats = controllers
             .block_on(host.controller_stats())
             .into_iter()
-            .find(|(name, ..)| name == "test-noop")
-            .map(|(_, _, s, _)| s)
+            .find(|c| c.name == "test-noop")
+            .map(|c| c.stats)
             .expect("test-noop runs");
         (stats.queue_wait, Some(stats.reconcile_time))
     });

@@ -13,12 +13,12 @@
 //!
 //! Every request carries a field manager and user agent naming the plugin.
 //!
-//! The rooms: this file carries out writes; `patch.rs` holds the plain
-//! functions over object JSON (owner references, the converging merge
-//! patch); `events.rs` records and aggregates events.
+//! The rooms: this file carries out writes; what an `apply` sends and what
+//! `prune-owned` deletes are plain functions over object JSON in the
+//! `windlass-apply` crate, which the SDK's test harness uses too;
+//! `events.rs` records and aggregates events.
 
 mod events;
-mod patch;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -34,7 +34,7 @@ use crate::contract::{
 use crate::discovery::{ApiResource, Discovery, DiscoveryError};
 use crate::model::{CacheReader, CachedObject, KindRef, ObjectRef};
 use events::EventKey;
-use patch::{add_owner, converge_patch, owner_reference, set_meta};
+use windlass_apply::{Apply, Child, owner_reference, set_meta};
 
 /// Why an outcome could not be carried out in full.
 #[derive(Debug, thiserror::Error)]
@@ -306,16 +306,22 @@ impl Writer {
         }
 
         if outcome.prune_owned {
-            for (kind, child) in t.owned {
-                let r = ObjectRef {
+            let owned = t.owned.iter().map(|(kind, child)| Child {
+                key: ObjectRef {
                     api_version: kind.api_version.clone(),
                     kind: kind.kind.clone(),
                     namespace: child.key().namespace.map(str::to_owned),
                     name: child.key().name.to_string(),
-                };
-                if child.is_deleting() || kept.contains(&r) {
-                    continue;
-                }
+                },
+                deleting: child.is_deleting(),
+                object: (kind, child),
+            });
+            for Child {
+                key: r,
+                object: (kind, child),
+                ..
+            } in windlass_apply::pruned(owned, &kept)
+            {
                 let resource = self.discovery.resolve(kind).await?;
                 let options = DeleteOptions {
                     uid: Some(child.uid().to_owned()),
@@ -392,12 +398,14 @@ impl Writer {
                     .owns_kind(api_version, kind)
                     .then_some(t.primary)
                     .flatten()
-                    .map(|p| owner_reference(&t.manifest.reconciles.kind, t.key, p));
+                    .map(|p| {
+                        let kind = &t.manifest.reconciles.kind;
+                        owner_reference(&kind.api_version, &kind.kind, &t.key.name, p.uid())
+                    });
                 let collection = resource.collection_path(namespace.as_deref());
                 let Some(name) = object.header().name.clone() else {
-                    let created = self
-                        .create(&collection, manager, agent, desired, owner.as_ref())
-                        .await?;
+                    let desired = windlass_apply::created(desired, owner.as_ref());
+                    let created = self.create(&collection, manager, agent, &desired).await?;
                     applied.created(
                         ObjectRef {
                             api_version: api_version.to_owned(),
@@ -426,24 +434,23 @@ impl Writer {
                     applied.requests += 1;
                     return Ok(());
                 }
-                match t.live.get(&target) {
-                    None => {
-                        let created = self
-                            .create(&collection, manager, agent, desired, owner.as_ref())
-                            .await?;
+                let live: Option<Value> = t.live.get(&target).map(|l| parse(&l)).transpose()?;
+                match windlass_apply::apply(
+                    desired,
+                    live.as_ref(),
+                    owner.as_ref(),
+                    resource.has_status,
+                ) {
+                    Apply::Create(desired) => {
+                        let created = self.create(&collection, manager, agent, &desired).await?;
                         applied.created(target, &created);
                     }
-                    Some(live) => {
-                        let live: Value = parse(&live)?;
-                        let Some(patch) =
-                            converge_patch(desired, &live, owner.as_ref(), resource.has_status)
-                        else {
-                            return Ok(());
-                        };
+                    Apply::Patch(patch) => {
                         let path = resource.object_path(namespace.as_deref(), &name);
                         self.merge_patch(&path, manager, agent, &patch).await?;
                         applied.requests += 1;
                     }
+                    Apply::Converged => {}
                 }
             }
             Write::Replace(object) => {
@@ -602,26 +609,21 @@ impl Writer {
         Ok(())
     }
 
-    /// Creates `desired` in `collection`, with the controller owner
-    /// reference when there is one; returns what the server named it.
+    /// Creates `desired` in `collection`; returns what the server named it.
     async fn create(
         &self,
         collection: &str,
         manager: &str,
         agent: &str,
-        mut desired: Value,
-        owner: Option<&Value>,
+        desired: &Value,
     ) -> Result<Created, ApiError> {
-        if let Some(owner) = owner {
-            add_owner(&mut desired, owner);
-        }
         let answer = self
             .send(
                 Method::POST,
                 collection,
                 manager,
                 agent,
-                &desired,
+                desired,
                 "application/json",
             )
             .await?;

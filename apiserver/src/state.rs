@@ -16,8 +16,13 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
+use crate::object;
 use crate::resources::Registry;
 use crate::storage::{Ack, Record, Storage};
+
+/// The storage acknowledgement of a write, for the caller to await after
+/// releasing the lock: `Err` with the reason when storage failed.
+pub(crate) type AckRx = oneshot::Receiver<Result<(), String>>;
 
 /// A stored object: its revision, parsed value and serialized bytes.
 #[derive(Debug)]
@@ -149,7 +154,7 @@ pub(crate) struct State {
     /// Inside [`State::write_together`]: the records to queue as one group.
     group: Option<Vec<(Record, Option<Ack>)>>,
     /// A write since the last garbage-collection pass may have given it
-    /// work (see [`crate::gc::may_need_pass`]); the first pass always runs.
+    /// work (see [`State::gc_may_need_pass`]); the first pass always runs.
     pub(crate) gc_pending: bool,
 }
 
@@ -438,8 +443,7 @@ impl State {
         };
         if !self.gc_pending {
             let new = (typ != EventType::Deleted).then_some(&obj.value);
-            self.gc_pending =
-                crate::gc::may_need_pass(self, ns, prev.as_ref().map(|p| &p.value), new);
+            self.gc_pending = self.gc_may_need_pass(ns, prev.as_ref().map(|p| &p.value), new);
         }
         let line = event_line(typ.as_str(), &obj.bytes);
         let event = Arc::new(Event {
@@ -488,6 +492,70 @@ impl State {
 
     pub(crate) fn close_storage(&mut self) {
         self.storage.close();
+    }
+}
+
+/// What tells garbage collection it may have work.
+impl State {
+    /// Whether a write (`old` → `new`, `None` for absent) in namespace `ns` can
+    /// give garbage collection work. Called for every write, so it must stay
+    /// cheap: no scan, at most one lookup per owner reference it adds.
+    fn gc_may_need_pass(&self, ns: &str, old: Option<&Value>, new: Option<&Value>) -> bool {
+        let Some(new) = new else {
+            // Anything deleted may have been someone's owner.
+            return old.is_some();
+        };
+        if object::is_deleting(new)
+            && old.is_none_or(|o| {
+                !object::is_deleting(o)
+                    || o["metadata"]["finalizers"] != new["metadata"]["finalizers"]
+            })
+        {
+            return true;
+        }
+        let refs = |v: &Value| -> Vec<Value> {
+            v["metadata"]["ownerReferences"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        };
+        let before = old.map(refs).unwrap_or_default();
+        let after = new["metadata"]["ownerReferences"].as_array();
+        if after.map_or(before.is_empty(), |a| *a == before) {
+            return false;
+        }
+        let after = after.map(Vec::as_slice).unwrap_or_default();
+        // A reference removed may be what a foreground deletion waits on.
+        let removed = before.iter().any(|b| !after.contains(b));
+        removed
+            || after
+                .iter()
+                .filter(|r| !before.contains(r))
+                .any(|r| !self.owner_standing(ns, r))
+    }
+
+    /// The owner a reference names exists, with that uid, and is not being
+    /// deleted.
+    fn owner_standing(&self, ns: &str, reference: &Value) -> bool {
+        let (Some(api_version), Some(kind), Some(name), Some(uid)) = (
+            reference["apiVersion"].as_str(),
+            reference["kind"].as_str(),
+            reference["name"].as_str(),
+            reference["uid"].as_str(),
+        ) else {
+            return false;
+        };
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let Some(res) = self
+            .registry
+            .all()
+            .find(|r| r.kind == kind && r.group == group)
+        else {
+            return false;
+        };
+        let owner_ns = if res.namespaced { ns } else { "" };
+        self.get(&res.key(), owner_ns, name)
+            .is_some_and(|o| object::uid(&o.value) == uid && !object::is_deleting(&o.value))
     }
 }
 

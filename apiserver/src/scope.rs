@@ -1,0 +1,27 @@
+//! What a write is addressed to (`Req`): the resource, the version the
+//! client spoke, the namespace, and whether it is a dry run. Every step of
+//! the write path (defaults, admission, validation, the write itself)
+//! takes it.
+
+use crate::resources::Resource;
+use crate::status::Target;
+
+/// What a write is addressed to.
+#[derive(Debug, Clone)]
+pub(crate) struct Req<'a> {
+    pub(crate) res: &'a Resource,
+    pub(crate) version: &'a str,
+    /// Empty for cluster-scoped resources.
+    pub(crate) ns: &'a str,
+    pub(crate) dry_run: bool,
+}
+
+impl<'a> Req<'a> {
+    pub(crate) fn target(&self, name: &'a str) -> Target<'a> {
+        Target {
+            group: &self.res.group,
+            resource: &self.res.plural,
+            name,
+        }
+    }
+}
