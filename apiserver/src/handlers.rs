@@ -17,7 +17,7 @@ use crate::object;
 use crate::patch::{self, PatchKind};
 use crate::request::{self as rq, Query, RespBody};
 use crate::reviews::User;
-use crate::server::Shared;
+use crate::server::{FlushCharges, Shared};
 use crate::ssa;
 use crate::status::ApiError;
 use crate::status::ApiResult;
@@ -36,7 +36,7 @@ pub(crate) async fn resource(
     user: User,
 ) -> ApiResult<Response<RespBody>> {
     let res = shared
-        .lock()
+        .peek()
         .registry
         .lookup(&rp.group, &rp.version, &rp.plural)
         .cloned()
@@ -63,7 +63,7 @@ pub(crate) async fn resource(
         method,
         Method::POST | Method::PUT | Method::PATCH | Method::DELETE
     ) {
-        if let Err(b) = ctx.shared.lock().check_writable() {
+        if let Err(b) = ctx.shared.peek().check_writable() {
             return Err(ApiError::new(
                 503,
                 "ServiceUnavailable",
@@ -139,8 +139,15 @@ async fn serve(
                     &ctx.res.api_version(&ctx.version),
                 );
             }
-            let w = write::create(&mut ctx.shared.lock(), &ctx.req(), obj)?;
-            ctx.finish(w, 201).await
+            // Made before the lock and dropped after it: see FlushCharges.
+            let flush = FlushCharges(&ctx.shared);
+            let w = {
+                let mut st = ctx.shared.lock_for_create();
+                let w = write::create(&mut st, &ctx.req(), obj);
+                flush.note(&st);
+                w
+            };
+            ctx.finish(w?, 201).await
         }
         (&Method::PUT, Some(name), sub) if sub.is_none() || !matches!(sub, Some("scale")) => {
             let part = object_part(sub, &ctx.res, path)?;

@@ -4,7 +4,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -213,11 +213,34 @@ pub(crate) struct Shared {
     pub(crate) connections: AtomicUsize,
     /// Times accepting a connection failed (out of file descriptors, say).
     pub(crate) accept_failures: AtomicU64,
+    /// A create left quota charges in memory (see [`Shared::lock_for_create`]).
+    charges_pending: AtomicBool,
 }
 
 impl Shared {
+    /// The state, with every quota charge written: whoever reads or changes
+    /// it sees quotas that count every object stored.
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        let mut st = self.peek();
+        st.charges.deferrable = false;
+        crate::admission::Charges::flush(&mut st);
+        st
+    }
+
+    /// The state, for what is neither an object nor a quota: the registry,
+    /// the storage's health. Quota charges stay in memory.
+    pub(crate) fn peek(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state for one create, which may leave its quota charges in
+    /// memory (so that creates arriving together write each quota once).
+    /// The caller holds a [`FlushCharges`], made before and dropped after
+    /// this guard, until it answers.
+    pub(crate) fn lock_for_create(&self) -> MutexGuard<'_, State> {
+        let mut st = self.peek();
+        st.charges.deferrable = true;
+        st
     }
 
     /// The service account `token` speaks for, if this server signed it for
@@ -233,7 +256,7 @@ impl Shared {
             .verify(token)
             .ok_or("invalid bearer token: not signed by this server")?;
         let sa = crate::satoken::check(&claims, crate::time::now_secs(), audience)?;
-        match self.lock().get("/serviceaccounts", &sa.namespace, &sa.name) {
+        match self.peek().get("/serviceaccounts", &sa.namespace, &sa.name) {
             Some(o) if crate::object::uid(&o.value) == sa.uid => Ok(sa),
             Some(_) => Err(format!(
                 "service account {}/{} has been deleted and recreated since the token was made",
@@ -243,6 +266,32 @@ impl Shared {
                 "service account {}/{} does not exist",
                 sa.namespace, sa.name
             )),
+        }
+    }
+}
+
+/// Writes the quota charges creates left in memory, when dropped: after the
+/// create's object is stored, before its client hears so (and even if the
+/// request is abandoned). The first create of those arriving together to
+/// get here writes them all; the others find nothing to do. Never drop it
+/// while holding the state lock.
+pub(crate) struct FlushCharges<'a>(pub(crate) &'a Shared);
+
+impl FlushCharges<'_> {
+    /// Marks charges as pending; call under the state lock, after the create.
+    pub(crate) fn note(&self, st: &State) {
+        if st.charges.is_pending() {
+            self.0.charges_pending.store(true, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for FlushCharges<'_> {
+    fn drop(&mut self) {
+        // A charge made before the swap is flushed by the lock below; one
+        // made after it sets the flag again.
+        if self.0.charges_pending.swap(false, Ordering::AcqRel) {
+            drop(self.0.lock());
         }
     }
 }
@@ -329,6 +378,7 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
             commit_backlog: config.commit_backlog,
         },
     );
+    crate::admission::recount_quotas(&mut state);
     crate::system::ensure(&mut state, client_addr(addr));
     let (stop, shutdown) = watch::channel(false);
     let (kill, killed) = watch::channel(false);
@@ -345,6 +395,7 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         request_timeout: config.request_timeout,
         connections: AtomicUsize::new(0),
         accept_failures: AtomicU64::new(0),
+        charges_pending: AtomicBool::new(false),
     });
     let gc_task = tokio::spawn(gc_loop(shared.clone()));
     shared.gc.notify_one();

@@ -148,6 +148,8 @@ pub(crate) struct State {
     storage: Storage,
     /// Inside [`State::write_together`]: the records to queue as one group.
     group: Option<Vec<(Record, Option<Ack>)>>,
+    /// Quota charges of creates not yet written to the quotas.
+    pub(crate) charges: crate::admission::Charges,
 }
 
 impl std::fmt::Debug for State {
@@ -241,6 +243,7 @@ impl State {
             bus,
             storage,
             group: None,
+            charges: Default::default(),
         }
     }
 
