@@ -17,7 +17,7 @@ use crate::object;
 use crate::patch::{self, PatchKind};
 use crate::request::{self as rq, Query, RespBody};
 use crate::reviews::User;
-use crate::server::{FlushCharges, Shared};
+use crate::server::Shared;
 use crate::ssa;
 use crate::status::ApiError;
 use crate::status::ApiResult;
@@ -139,14 +139,12 @@ async fn serve(
                     &ctx.res.api_version(&ctx.version),
                 );
             }
-            // Made before the lock and dropped after it: see FlushCharges.
-            let flush = FlushCharges(&ctx.shared);
-            let w = {
+            let (w, pending) = {
                 let mut st = ctx.shared.lock_for_create();
                 let w = write::create(&mut st, &ctx.req(), obj);
-                flush.note(&st);
-                w
+                (w, st.charges.is_pending())
             };
+            ctx.shared.schedule_charge_flush(pending);
             ctx.finish(w?, 201).await
         }
         (&Method::PUT, Some(name), sub) if sub.is_none() || !matches!(sub, Some("scale")) => {

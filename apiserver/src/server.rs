@@ -213,7 +213,7 @@ pub(crate) struct Shared {
     pub(crate) connections: AtomicUsize,
     /// Times accepting a connection failed (out of file descriptors, say).
     pub(crate) accept_failures: AtomicU64,
-    /// A create left quota charges in memory (see [`Shared::lock_for_create`]).
+    /// A flush of the quota charges creates left in memory is scheduled.
     charges_pending: AtomicBool,
 }
 
@@ -234,9 +234,8 @@ impl Shared {
     }
 
     /// The state for one create, which may leave its quota charges in
-    /// memory (so that creates arriving together write each quota once).
-    /// The caller holds a [`FlushCharges`], made before and dropped after
-    /// this guard, until it answers.
+    /// memory (so that creates arriving together write each quota once);
+    /// the caller then calls [`Shared::schedule_charge_flush`].
     pub(crate) fn lock_for_create(&self) -> MutexGuard<'_, State> {
         let mut st = self.peek();
         st.charges.deferrable = true;
@@ -270,29 +269,28 @@ impl Shared {
     }
 }
 
-/// Writes the quota charges creates left in memory, when dropped: after the
-/// create's object is stored, before its client hears so (and even if the
-/// request is abandoned). The first create of those arriving together to
-/// get here writes them all; the others find nothing to do. Never drop it
-/// while holding the state lock.
-pub(crate) struct FlushCharges<'a>(pub(crate) &'a Shared);
+/// How long quota charges left in memory by creates wait to be written:
+/// long enough that the creates of many group commits share one write of
+/// each quota, short enough that a watcher of quotas sees `status.used`
+/// follow the objects at once. (Reads and other writes flush at once, see
+/// [`Shared::lock`].)
+const CHARGE_FLUSH_DELAY: Duration = Duration::from_millis(10);
 
-impl FlushCharges<'_> {
-    /// Marks charges as pending; call under the state lock, after the create.
-    pub(crate) fn note(&self, st: &State) {
-        if st.charges.is_pending() {
-            self.0.charges_pending.store(true, Ordering::Release);
+impl Shared {
+    /// Call after a create, with the state lock released: if it left quota
+    /// charges in memory and no flush is due, schedules one.
+    pub(crate) fn schedule_charge_flush(self: &Arc<Self>, pending: bool) {
+        if !pending || self.charges_pending.swap(true, Ordering::AcqRel) {
+            return;
         }
-    }
-}
-
-impl Drop for FlushCharges<'_> {
-    fn drop(&mut self) {
-        // A charge made before the swap is flushed by the lock below; one
-        // made after it sets the flag again.
-        if self.0.charges_pending.swap(false, Ordering::AcqRel) {
-            drop(self.0.lock());
-        }
+        let shared = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(CHARGE_FLUSH_DELAY).await;
+            // Cleared before the flush: a charge the flush misses sets it
+            // again and schedules the next one.
+            shared.charges_pending.store(false, Ordering::Release);
+            drop(shared.lock());
+        });
     }
 }
 

@@ -111,8 +111,10 @@ pub(crate) fn validation_errors(group: &str, plural: &str, obj: &Value) -> Cause
 /// [`Charges::flush`] writes each charged quota once for every charge since
 /// the last flush. Whoever else uses the state flushes first (see
 /// `Shared::lock`): only creates ever see a quota without its charges, and
-/// they read them here. A create flushes once its object is stored, before
-/// it answers, so a client that was told its object exists finds it counted.
+/// they read them here; a client reading a quota after its create was
+/// answered finds it counted. Otherwise charges are flushed a few
+/// milliseconds after they are made (`Shared::schedule_charge_flush`), so a
+/// watcher of quotas sees them follow.
 ///
 /// The object and its charge are therefore not one storage transaction: a
 /// crash can keep an object whose charge was still in memory. Every start
