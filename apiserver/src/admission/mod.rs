@@ -330,3 +330,96 @@ fn set_quota_status(st: &State, req: &Req<'_>, obj: &mut Value) {
         true
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::storage::Storage;
+    use crate::store::History;
+
+    fn state() -> State {
+        let history = History {
+            events: 100,
+            bytes: usize::MAX,
+            buffer: 16,
+            commit_backlog: 10,
+        };
+        State::new(Storage::in_memory().0, 100, vec![], history)
+    }
+
+    fn pod(name: &str, cpu: &str) -> Value {
+        json!({"metadata": {"name": name, "namespace": "a"}, "spec": {"containers": [
+            {"name": "c", "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}})
+    }
+
+    /// What a crash can leave (objects stored, their charges not): a start
+    /// recounts the quota from them, and leaves a right one alone.
+    #[test]
+    fn a_start_recounts_quotas_from_what_is_stored() {
+        let mut st = state();
+        let quota = |used: Value| {
+            json!({"metadata": {"name": "q", "namespace": "a"},
+                "spec": {"hard": {"pods": "10", "requests.cpu": "4"}},
+                "status": {"hard": {"pods": "10", "requests.cpu": "4"}, "used": used}})
+        };
+        st.write(
+            QUOTAS,
+            "a",
+            "q",
+            Some(quota(json!({"pods": "1", "requests.cpu": "500m"}))),
+        );
+        st.write("/pods", "a", "p1", Some(pod("p1", "500m")));
+        st.write("/pods", "a", "p2", Some(pod("p2", "1500m")));
+        st.write("/pods", "b", "other", Some(pod("other", "1")));
+        recount_quotas(&mut st);
+        let q = st.get(QUOTAS, "a", "q").unwrap();
+        assert_eq!(
+            q.value["status"]["used"],
+            json!({"pods": "2", "requests.cpu": "2"})
+        );
+        let rv = st.rv;
+        recount_quotas(&mut st);
+        assert_eq!(st.rv, rv, "nothing to write");
+    }
+
+    /// Charges left in memory count for the next admission and are written
+    /// once, with all of them, by a flush.
+    #[test]
+    fn pending_charges_count_and_are_written_once() {
+        let mut st = state();
+        st.write(
+            QUOTAS,
+            "a",
+            "q",
+            Some(json!({"metadata": {"name": "q", "namespace": "a"},
+                "spec": {"hard": {"pods": "2"}},
+                "status": {"hard": {"pods": "2"}, "used": {"pods": "0"}}})),
+        );
+        let res = st.registry.lookup("", "v1", "pods").unwrap().clone();
+        let req = Req {
+            res: &res,
+            ns: "a",
+            version: "v1",
+            dry_run: false,
+        };
+        st.charges.deferrable = true;
+        for name in ["p1", "p2"] {
+            let obj = pod(name, "1");
+            let admitted = validate(&st, &req, None, &obj, name).unwrap();
+            let _ = admitted.store(&mut st, &req, name, Some(obj));
+        }
+        let rv = st.rv;
+        assert!(st.charges.is_pending());
+        let q = st.get(QUOTAS, "a", "q").unwrap();
+        assert_eq!(q.value["status"]["used"]["pods"], "0", "not written yet");
+        let err = validate(&st, &req, None, &pod("p3", "1"), "p3").unwrap_err();
+        assert!(format!("{err:?}").contains("used: pods=2"), "{err:?}");
+        Charges::flush(&mut st);
+        assert_eq!(st.rv, rv + 1, "one write for both charges");
+        let q = st.get(QUOTAS, "a", "q").unwrap();
+        assert_eq!(q.value["status"]["used"]["pods"], "2");
+        assert!(!st.charges.is_pending());
+    }
+}

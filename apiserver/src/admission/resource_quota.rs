@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use windlass_selector::Quantity;
 use windlass_selector::quota::{
     Evaluator, SCOPES, ScopeRequirement, calculate_usage, quota_matches, scope_requirements,
 };
-use windlass_selector::Quantity;
 use windlass_selector::resources::{
     self, ResourceList, list_to_json, mask, parse_list, pretty, subtract_non_negative,
     without_zeros,
