@@ -247,15 +247,6 @@ async fn main() {
     let n = if quick { 2_000 } else { 10_000 };
     println!("| metric | process | power-loss | target |");
     println!("|---|---|---|---|");
-    if let Ok(ns) = std::env::var("GOV_ONLY") {
-        let (server, _dir) = durable_server(Durability::Process).await;
-        governance_namespaces(server.addr()).await;
-        let rv0 = server.current_revision();
-        let secs = create_pods(server.addr(), &ns, "p", n, 8).await;
-        println!("{ns}: {:.0}/s, {} revisions", n as f64 / secs, server.current_revision() - rv0);
-        server.shutdown().await;
-        return;
-    }
     if std::env::args().any(|a| a == "--governance") {
         governance(n).await;
         return;
