@@ -31,7 +31,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
 /// report failing storage (500, like kube-apiserver's failed etcd check).
 fn health(shared: &Shared, check: &'static str) -> Response<RespBody> {
     if check != "livez"
-        && let Some(e) = shared.lock().storage_failure()
+        && let Some(e) = shared.peek().storage_failure()
     {
         return rq::text_owned(
             500,
@@ -88,7 +88,7 @@ async fn dispatch(shared: Arc<Shared>, req: Request<Incoming>) -> ApiResult<Resp
         Route::Api | Route::Apis if get && discovery::aggregated(&accept).is_some() => {
             let version = discovery::aggregated(&accept).unwrap_or("v2");
             let core = route(&path) == Route::Api;
-            let doc = discovery::aggregated_list(&shared.lock().registry, core, version);
+            let doc = discovery::aggregated_list(&shared.peek().registry, core, version);
             Ok(rq::json_typed(
                 200,
                 &doc,
@@ -100,13 +100,13 @@ async fn dispatch(shared: Arc<Shared>, req: Request<Incoming>) -> ApiResult<Resp
         Route::Api if get => Ok(rq::json(200, &discovery::api_versions(&shared.server_addr))),
         Route::Apis if get => Ok(rq::json(
             200,
-            &discovery::group_list(&shared.lock().registry),
+            &discovery::group_list(&shared.peek().registry),
         )),
-        Route::Group(g) if get => discovery::group(&shared.lock().registry, &g)
+        Route::Group(g) if get => discovery::group(&shared.peek().registry, &g)
             .map(|v| rq::json(200, &v))
             .ok_or_else(|| ApiError::not_found_path(&path)),
         Route::ResourceList(g, v) if get => {
-            discovery::resource_list(&shared.lock().registry, &g, &v)
+            discovery::resource_list(&shared.peek().registry, &g, &v)
                 .map(|v| rq::json(200, &v))
                 .ok_or_else(|| ApiError::not_found_path(&path))
         }

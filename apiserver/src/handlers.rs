@@ -39,7 +39,7 @@ pub(crate) async fn resource(
     user: User,
 ) -> ApiResult<Response<RespBody>> {
     let res = shared
-        .lock()
+        .peek()
         .registry
         .lookup(&rp.group, &rp.version, &rp.plural)
         .cloned()
@@ -66,7 +66,7 @@ pub(crate) async fn resource(
         method,
         Method::POST | Method::PUT | Method::PATCH | Method::DELETE
     ) {
-        if let Err(b) = ctx.shared.lock().check_writable() {
+        if let Err(b) = ctx.shared.peek().check_writable() {
             return Err(ApiError::new(
                 503,
                 "ServiceUnavailable",
@@ -142,8 +142,13 @@ async fn serve(
                     &ctx.res.api_version(&ctx.version),
                 );
             }
-            let w = write::create(&mut ctx.shared.lock(), &ctx.req(), obj)?;
-            ctx.finish(w, 201).await
+            let (w, pending) = {
+                let mut st = ctx.shared.lock_for_create();
+                let w = write::create(&mut st, &ctx.req(), obj);
+                (w, crate::admission::Charges::pending(&st))
+            };
+            ctx.shared.schedule_charge_flush(pending);
+            ctx.finish(w?, 201).await
         }
         (&Method::PUT, Some(name), sub) if sub.is_none() || !matches!(sub, Some("scale")) => {
             let part = object_part(sub, &ctx.res, path)?;

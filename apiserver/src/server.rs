@@ -4,7 +4,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -278,6 +278,7 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
             commit_backlog: config.commit_backlog,
         },
     );
+    crate::admission::recount_quotas(&mut state);
     crate::system::ensure(&mut state, client_addr(addr));
     let (stop, shutdown) = watch::channel(false);
     let (kill, killed) = watch::channel(false);
@@ -294,6 +295,7 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         request_timeout: config.request_timeout,
         connections: AtomicUsize::new(0),
         accept_failures: AtomicU64::new(0),
+        charges_pending: AtomicBool::new(false),
     });
     let gc_task = tokio::spawn(gc_loop(shared.clone()));
     shared.gc.notify_one();

@@ -1,8 +1,8 @@
 //! The state every request and task shares: the in-memory `State` behind
 //! its lock, the server's settings, its credentials and its counters.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
@@ -28,11 +28,33 @@ pub(crate) struct Shared {
     pub(crate) connections: AtomicUsize,
     /// Times accepting a connection failed (out of file descriptors, say).
     pub(crate) accept_failures: AtomicU64,
+    /// A flush of the quota charges creates left in memory is scheduled.
+    pub(crate) charges_pending: AtomicBool,
 }
 
 impl Shared {
+    /// The state, with every quota charge written: whoever reads or changes
+    /// it sees quotas that count every object stored.
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        let mut st = self.peek();
+        st.charges_deferrable = false;
+        crate::admission::Charges::flush(&mut st);
+        st
+    }
+
+    /// The state, for what is neither an object nor a quota: the registry,
+    /// the storage's health. Quota charges stay in memory.
+    pub(crate) fn peek(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state for one create, which may leave its quota charges in
+    /// memory (so that creates arriving together write each quota once);
+    /// the caller then calls [`Shared::schedule_charge_flush`].
+    pub(crate) fn lock_for_create(&self) -> MutexGuard<'_, State> {
+        let mut st = self.peek();
+        st.charges_deferrable = true;
+        st
     }
 
     /// The service account `token` speaks for, if this server signed it for
@@ -48,7 +70,7 @@ impl Shared {
             .verify(token)
             .ok_or("invalid bearer token: not signed by this server")?;
         let sa = crate::satoken::check(&claims, crate::time::now_secs(), audience)?;
-        match self.lock().get("/serviceaccounts", &sa.namespace, &sa.name) {
+        match self.peek().get("/serviceaccounts", &sa.namespace, &sa.name) {
             Some(o) if crate::object::uid(&o.value) == sa.uid => Ok(sa),
             Some(_) => Err(format!(
                 "service account {}/{} has been deleted and recreated since the token was made",
@@ -59,5 +81,30 @@ impl Shared {
                 sa.namespace, sa.name
             )),
         }
+    }
+}
+
+/// How long quota charges left in memory by creates wait to be written:
+/// long enough that the creates of many group commits share one write of
+/// each quota, short enough that a watcher of quotas sees `status.used`
+/// follow the objects at once. (Reads and other writes flush at once, see
+/// [`Shared::lock`].)
+const CHARGE_FLUSH_DELAY: Duration = Duration::from_millis(10);
+
+impl Shared {
+    /// Call after a create, with the state lock released: if it left quota
+    /// charges in memory and no flush is due, schedules one.
+    pub(crate) fn schedule_charge_flush(self: &Arc<Self>, pending: bool) {
+        if !pending || self.charges_pending.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let shared = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(CHARGE_FLUSH_DELAY).await;
+            // Cleared before the flush: a charge the flush misses sets it
+            // again and schedules the next one.
+            shared.charges_pending.store(false, Ordering::Release);
+            drop(shared.lock());
+        });
     }
 }

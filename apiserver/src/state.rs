@@ -156,6 +156,13 @@ pub(crate) struct State {
     /// A write since the last garbage-collection pass may have given it
     /// work (see [`State::gc_may_need_pass`]); the first pass always runs.
     pub(crate) gc_pending: bool,
+    /// Quota charges of creates not yet written to the quotas: admission's
+    /// `Charges`, held here without this ground floor knowing their type
+    /// (reached through `admission::Charges::of` and `of_mut`).
+    pub(crate) charges: Option<Box<dyn Any + Send>>,
+    /// Whether the write in progress may leave its quota charges in memory
+    /// (a create whose caller flushes afterwards).
+    pub(crate) charges_deferrable: bool,
 }
 
 impl std::fmt::Debug for State {
@@ -250,6 +257,8 @@ impl State {
             storage,
             group: None,
             gc_pending: true,
+            charges: None,
+            charges_deferrable: false,
         }
     }
 

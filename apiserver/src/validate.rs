@@ -2,7 +2,6 @@
 //! per-kind rules (`pod_spec.rs`, `service.rs`) in kube's words
 //! (`field.rs`).
 
-pub(crate) mod field;
 mod pod_spec;
 mod service;
 

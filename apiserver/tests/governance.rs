@@ -402,3 +402,70 @@ async fn fifty_concurrent_creates_against_ten_admit_exactly_ten() {
     let (code, _) = http.post("/api/v1/namespaces/race/pods", &body).await;
     assert_eq!(code, 403);
 }
+
+/// Concurrent creates leave their charges in memory and write each quota
+/// once for many of them: a watcher of quotas, with no read to flush them,
+/// still sees `status.used` follow to the exact count, in revisions that
+/// only go up; and a client reading the quota once its creates were
+/// answered finds all of them counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_quota_watcher_sees_used_follow_concurrent_creates() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = Kube::with(windlass_apiserver::Config::new().data_dir(dir.path().into())).await;
+    let http = common::Http::new(k.server.addr());
+    let (code, _) = http
+        .post(
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "watched"}}),
+        )
+        .await;
+    assert_eq!(code, 201);
+    let (code, q) = http
+        .post(
+            "/api/v1/namespaces/watched/resourcequotas",
+            &json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "count"},
+                "spec": {"hard": {"pods": "100", "requests.cpu": "100"}}}),
+        )
+        .await;
+    assert_eq!(code, 201, "{q}");
+    let rv = q["metadata"]["resourceVersion"].as_str().unwrap();
+    let mut events = http
+        .watch(&format!(
+            "/api/v1/namespaces/watched/resourcequotas?watch=true&resourceVersion={rv}"
+        ))
+        .await
+        .expect("watch opens");
+    let tasks: Vec<_> = (0..40)
+        .map(|i| {
+            let http = http.clone();
+            tokio::spawn(async move {
+                let body: Value = serde_json::from_str(&pod(
+                    &format!("p{i}"),
+                    json!({"requests": {"cpu": "250m"}}),
+                ))
+                .unwrap();
+                http.post("/api/v1/namespaces/watched/pods", &body).await.0
+            })
+        })
+        .collect();
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), 201);
+    }
+    let mut last_rv = 0;
+    let mut used = Value::Null;
+    while used != json!({"pods": "40", "requests.cpu": "10"}) {
+        let e = events
+            .next(std::time::Duration::from_secs(10))
+            .await
+            .unwrap_or_else(|| panic!("no event after used {used}"));
+        assert_eq!(e["type"], "MODIFIED", "{e}");
+        let rv = common::rv_of(&e["object"]);
+        assert!(rv > last_rv, "revisions only go up: {rv} after {last_rv}");
+        last_rv = rv;
+        used = e["object"]["status"]["used"].clone();
+    }
+    let (_, q) = http
+        .get("/api/v1/namespaces/watched/resourcequotas/count")
+        .await;
+    assert_eq!(q["status"]["used"], used);
+}

@@ -10,9 +10,10 @@
 //! 3. [`validation_errors`], inside validation: the `422`s;
 //! 4. [`validate`], after validation: LimitRange bounds and quota checks,
 //!    a `403` for a violation, else what to charge;
-//! 5. [`Admitted::commit`], just before the object is stored, under the same
-//!    lock: the charged quotas are written first (as upstream charges before
-//!    it stores), and a quota being written gets its status.
+//! 5. [`Admitted::store`], under the same lock: the object is stored, and
+//!    the quotas it charged are written with it, or (for a create, see
+//!    [`Charges`]) charged in memory and written once for all the creates
+//!    that arrive together; a quota being written gets its status.
 //!
 //! The rules themselves are pure functions over JSON in the submodules and
 //! in `windlass_selector::quota` (shared with the `resourcequota` plugin).
@@ -21,6 +22,8 @@ mod limit_range;
 mod requirements;
 mod resource_quota;
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -99,13 +102,110 @@ pub(crate) fn validation_errors(group: &str, plural: &str, obj: &Value) -> Cause
     errs
 }
 
+/// Quota charges held in memory, not yet written to the quotas.
+///
+/// Writing a charged quota costs a new version of it (a copy, its
+/// serialization, a watch event) per charge; with three quotas that is most
+/// of a pod create. So a create may leave its charge here instead: the next
+/// admission reads it (two creates can never both take the last unit), and
+/// [`Charges::flush`] writes each charged quota once for every charge since
+/// the last flush. Whoever else uses the state flushes first (see
+/// `Shared::lock`): only creates ever see a quota without its charges, and
+/// they read them here; a client reading a quota after its create was
+/// answered finds it counted. Otherwise charges are flushed a few
+/// milliseconds after they are made (`Shared::schedule_charge_flush`), so a
+/// watcher of quotas sees them follow.
+///
+/// The object and its charge are therefore not one storage transaction: a
+/// crash can keep an object whose charge was still in memory. Every start
+/// recounts every quota from what is stored ([`recount_quotas`]), so after a
+/// restart `status.used` is exactly what the stored objects use.
+#[derive(Debug, Default)]
+pub(crate) struct Charges {
+    /// The charged quotas as admission reads them, by (namespace, name).
+    quotas: BTreeMap<(String, String), Quota>,
+}
+
+impl Charges {
+    /// The state's pending charges, if any were ever left.
+    fn of(st: &State) -> Option<&Charges> {
+        st.charges.as_ref()?.downcast_ref()
+    }
+
+    /// The state's pending charges, to add to.
+    fn of_mut(st: &mut State) -> &mut Charges {
+        st.charges
+            .get_or_insert_with(|| Box::new(Charges::default()))
+            .downcast_mut()
+            .expect("only admission keeps charges in the state")
+    }
+
+    /// Whether charges wait to be written.
+    pub(crate) fn pending(st: &State) -> bool {
+        Self::of(st).is_some_and(|c| !c.quotas.is_empty())
+    }
+
+    fn get(&self, ns: &str, name: &str) -> Option<&Quota> {
+        self.quotas.get(&(ns.to_owned(), name.to_owned()))
+    }
+
+    /// Writes every pending charge: each charged quota once, with its new
+    /// `status.used` (one watch event, one stored row).
+    pub(crate) fn flush(st: &mut State) {
+        if !Self::pending(st) {
+            return;
+        }
+        for ((ns, name), parsed) in std::mem::take(&mut Self::of_mut(st).quotas) {
+            // The quota cannot have changed meanwhile: whatever else could
+            // change it flushed first.
+            if let Some(base) = st.get(QUOTAS, &ns, &name) {
+                let (stored, _ack) =
+                    st.write_supersedable(QUOTAS, &ns, &name, charged(&base, &parsed));
+                stored.prime(parsed);
+            }
+        }
+    }
+}
+
+/// The quota `base` with the `status.used` of `parsed`.
+fn charged(base: &Obj, parsed: &Quota) -> Value {
+    let mut v = base.value.clone();
+    v["status"]["used"] = list_to_json(&parsed.used);
+    v
+}
+
+/// Recounts every quota's `status.used` from the objects stored, as the
+/// quota controller's first sync would, and writes those that differ. Run
+/// at start: a charge still in memory when the process died is lost, its
+/// object may not be (see [`Charges`]).
+pub(crate) fn recount_quotas(st: &mut State) {
+    for quota in st.list(QUOTAS, None) {
+        let ns = quota.value["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let mut v = quota.value.clone();
+        resource_quota::set_status(&mut v, |group, resource, visit| {
+            for o in st.list(&format!("{group}/{resource}"), Some(&ns)) {
+                visit(&o.value);
+            }
+            true
+        });
+        if v["status"] != quota.value["status"] {
+            tracing::info!(namespace = %ns, quota = %crate::object::name(&v), "quota usage recounted at start");
+            let name = crate::object::name(&v).to_owned();
+            let _ = st.write(QUOTAS, &ns, &name, Some(v));
+        }
+    }
+}
+
 /// What an admitted write still has to do when it is stored.
 #[derive(Debug, Default)]
 #[must_use = "an admitted write must be stored, or its quota is not charged"]
 pub(crate) struct Admitted {
-    /// Quotas with their new `status.used`: the object to store, and how
-    /// admission reads it (so the next write need not parse it again).
-    charges: Vec<(Value, Quota)>,
+    /// Quotas with their new `status.used`: the stored quota, and how
+    /// admission reads it charged (so the next write need not parse it).
+    charges: Vec<(Arc<Obj>, Quota)>,
     /// The object is a quota whose status must be (re)computed.
     quota_status: bool,
 }
@@ -166,15 +266,22 @@ pub(crate) fn validate(
     let Some(ev) = Evaluator::of(group, plural) else {
         return Ok(admitted);
     };
-    let parsed: Vec<_> = stored.iter().map(|o| o.derived(Quota::of)).collect();
+    // A charge not yet written counts as written.
+    let parsed: Vec<_> = stored
+        .iter()
+        .map(
+            |o| match Charges::of(st).and_then(|c| c.get(req.ns, crate::object::name(&o.value))) {
+                Some(q) => Cow::Borrowed(q),
+                None => o.derived(Quota::of),
+            },
+        )
+        .collect();
     let quotas: Vec<&Quota> = parsed.iter().map(|q| q.as_ref()).collect();
     let charges = resource_quota::check(&quotas, &ev, old, obj).map_err(forbidden)?;
     for (i, used) in charges {
-        let mut v = stored[i].value.clone();
-        v["status"]["used"] = list_to_json(&used);
         let mut parsed = quotas[i].clone();
         parsed.used = used;
-        admitted.charges.push((v, parsed));
+        admitted.charges.push((stored[i].clone(), parsed));
     }
     Ok(admitted)
 }
@@ -183,7 +290,7 @@ impl Admitted {
     /// Step 5: stores the object (`None`: deletes it) with the charged
     /// quotas, in one storage transaction, and gives a quota being written
     /// its status. Call under the same lock as [`validate`] (not for dry
-    /// runs).
+    /// runs). A create may leave the charges in [`Charges`] instead.
     pub(crate) fn store(
         self,
         st: &mut State,
@@ -191,11 +298,19 @@ impl Admitted {
         name: &str,
         mut obj: Option<Value>,
     ) -> (Arc<Obj>, AckRx) {
+        let mut charges = self.charges;
+        if st.charges_deferrable {
+            for (_, parsed) in charges.drain(..) {
+                let key = (req.ns.to_owned(), parsed.name.to_string());
+                Charges::of_mut(st).quotas.insert(key, parsed);
+            }
+        }
         st.write_together(|st| {
-            for (quota, parsed) in self.charges {
+            for (base, parsed) in charges {
                 // Not awaited on its own: it commits with the object, so
                 // the object's acknowledgement covers both.
                 let name = parsed.name.clone();
+                let quota = charged(&base, &parsed);
                 let (stored, _ack) = st.write_supersedable(QUOTAS, req.ns, &name, quota);
                 stored.prime(parsed);
             }
@@ -224,4 +339,97 @@ fn set_quota_status(st: &State, req: &Req<'_>, obj: &mut Value) {
         }
         true
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::state::History;
+    use crate::storage::Storage;
+
+    fn state() -> State {
+        let history = History {
+            events: 100,
+            bytes: usize::MAX,
+            buffer: 16,
+            commit_backlog: 10,
+        };
+        State::new(Storage::in_memory().0, 100, vec![], history)
+    }
+
+    fn pod(name: &str, cpu: &str) -> Value {
+        json!({"metadata": {"name": name, "namespace": "a"}, "spec": {"containers": [
+            {"name": "c", "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}})
+    }
+
+    /// What a crash can leave (objects stored, their charges not): a start
+    /// recounts the quota from them, and leaves a right one alone.
+    #[test]
+    fn a_start_recounts_quotas_from_what_is_stored() {
+        let mut st = state();
+        let quota = |used: Value| {
+            json!({"metadata": {"name": "q", "namespace": "a"},
+                "spec": {"hard": {"pods": "10", "requests.cpu": "4"}},
+                "status": {"hard": {"pods": "10", "requests.cpu": "4"}, "used": used}})
+        };
+        st.write(
+            QUOTAS,
+            "a",
+            "q",
+            Some(quota(json!({"pods": "1", "requests.cpu": "500m"}))),
+        );
+        st.write("/pods", "a", "p1", Some(pod("p1", "500m")));
+        st.write("/pods", "a", "p2", Some(pod("p2", "1500m")));
+        st.write("/pods", "b", "other", Some(pod("other", "1")));
+        recount_quotas(&mut st);
+        let q = st.get(QUOTAS, "a", "q").unwrap();
+        assert_eq!(
+            q.value["status"]["used"],
+            json!({"pods": "2", "requests.cpu": "2"})
+        );
+        let rv = st.rv;
+        recount_quotas(&mut st);
+        assert_eq!(st.rv, rv, "nothing to write");
+    }
+
+    /// Charges left in memory count for the next admission and are written
+    /// once, with all of them, by a flush.
+    #[test]
+    fn pending_charges_count_and_are_written_once() {
+        let mut st = state();
+        st.write(
+            QUOTAS,
+            "a",
+            "q",
+            Some(json!({"metadata": {"name": "q", "namespace": "a"},
+                "spec": {"hard": {"pods": "2"}},
+                "status": {"hard": {"pods": "2"}, "used": {"pods": "0"}}})),
+        );
+        let res = st.registry.lookup("", "v1", "pods").unwrap().clone();
+        let req = Req {
+            res: &res,
+            ns: "a",
+            version: "v1",
+            dry_run: false,
+        };
+        st.charges_deferrable = true;
+        for name in ["p1", "p2"] {
+            let obj = pod(name, "1");
+            let admitted = validate(&st, &req, None, &obj, name).unwrap();
+            let _ = admitted.store(&mut st, &req, name, Some(obj));
+        }
+        let rv = st.rv;
+        assert!(Charges::pending(&st));
+        let q = st.get(QUOTAS, "a", "q").unwrap();
+        assert_eq!(q.value["status"]["used"]["pods"], "0", "not written yet");
+        let err = validate(&st, &req, None, &pod("p3", "1"), "p3").unwrap_err();
+        assert!(format!("{err:?}").contains("used: pods=2"), "{err:?}");
+        Charges::flush(&mut st);
+        assert_eq!(st.rv, rv + 1, "one write for both charges");
+        let q = st.get(QUOTAS, "a", "q").unwrap();
+        assert_eq!(q.value["status"]["used"]["pods"], "2");
+        assert!(!Charges::pending(&st));
+    }
 }

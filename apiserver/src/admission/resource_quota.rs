@@ -7,11 +7,12 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use windlass_selector::Quantity;
 use windlass_selector::quota::{
     Evaluator, SCOPES, ScopeRequirement, calculate_usage, quota_matches, scope_requirements,
 };
 use windlass_selector::resources::{
-    self, ResourceList, exceeded, list_to_json, mask, parse_list, pretty, subtract_non_negative,
+    self, ResourceList, list_to_json, mask, parse_list, pretty, subtract_non_negative,
     without_zeros,
 };
 
@@ -310,23 +311,34 @@ pub(super) fn check(
     let mut charges = Vec::new();
     for i in interesting {
         let q = &quotas[i];
-        let requested = mask(&delta, q.hard.keys().map(String::as_str));
-        let new_used = resources::add(&q.used, &requested);
-        let over = exceeded(
-            &mask(&new_used, requested.keys().map(String::as_str)),
-            &q.hard,
-        );
+        // `used + requested`, where requested is the delta on the quota's
+        // hard names, and the names it takes past their hard limit. (One
+        // copy of `used` per quota: this runs on every create.)
+        let mut new_used: Option<ResourceList> = None;
+        let mut over: Vec<&str> = Vec::new();
+        for (name, hard) in q.hard.iter() {
+            let Some(d) = delta.get(name) else {
+                continue;
+            };
+            let used = new_used.get_or_insert_with(|| q.used.clone());
+            let u = used.entry(name.clone()).or_insert(Quantity::ZERO);
+            u.add(d);
+            if *u > *hard {
+                over.push(name);
+            }
+        }
         if !over.is_empty() {
-            let names = || over.iter().map(String::as_str);
+            let names = || over.iter().copied();
             return Err(format!(
                 "exceeded quota: {}, requested: {}, used: {}, limited: {}",
                 q.name,
-                pretty(&mask(&requested, names())),
+                pretty(&mask(&delta, names())),
                 pretty(&mask(&q.used, names())),
                 pretty(&mask(&q.hard, names())),
             ));
         }
-        if !resources::equal(&new_used, &q.used) {
+        // The delta has no zeros: a quota it touches always changes.
+        if let Some(new_used) = new_used {
             charges.push((i, new_used));
         }
     }

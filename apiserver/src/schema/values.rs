@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::validate::field::{self, Causes};
+use crate::causes::{self as field, Causes};
 
 /// The problems of `obj` under the schema `schema` (an `openAPIV3Schema`).
 pub(crate) fn errors(schema: &Value, obj: &Value) -> Causes {

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::field::{self, Causes};
+use crate::causes::{self as field, Causes};
 
 /// The volume sources a volume may name, in the order kube checks them, with
 /// the field name kube puts in the path when a second one is given (two are

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::field::{self, Causes};
+use crate::causes::{self as field, Causes};
 
 /// The node ports a cluster's default `--service-node-port-range` allows.
 const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
