@@ -491,7 +491,6 @@ impl Writer {
                 applied.requests += 1;
             }
             Write::MergePatch(p) => {
-                let patch: Value = parse(p.patch.get())?;
                 let namespace = ns_of(p.target.namespace.as_deref()).map_err(|e| *e)?;
                 let path = match p.subresource.as_deref() {
                     Some("status") if !resource.has_status => {
@@ -503,7 +502,15 @@ impl Writer {
                     }
                     None => resource.object_path(namespace.as_deref(), &p.target.name),
                 };
-                self.merge_patch(&path, manager, agent, &patch).await?;
+                self.send_text(
+                    Method::PATCH,
+                    &path,
+                    manager,
+                    agent,
+                    p.patch.get().as_bytes().to_vec(),
+                    "application/merge-patch+json",
+                )
+                .await?;
                 applied.requests += 1;
             }
             Write::Delete(Delete { target, options }) => {
@@ -531,29 +538,28 @@ impl Writer {
                 body,
             }) => {
                 let namespace = ns_of(target.namespace.as_deref()).map_err(|e| *e)?;
-                let body: Value = parse(body.get())?;
                 let path =
                     resource.subresource_path(namespace.as_deref(), &target.name, subresource);
                 let pod = ObjectRef {
                     namespace: namespace.clone(),
                     ..target.clone()
                 };
-                let binding = (api_version == "v1" && kind == "Pod" && subresource == "binding")
-                    .then(|| body.pointer("/target/name").and_then(Value::as_str))
-                    .flatten()
-                    .zip(t.assume);
+                let node = (api_version == "v1" && kind == "Pod" && subresource == "binding")
+                    .then(|| binding_target(body.get()))
+                    .flatten();
+                let binding = node.as_deref().zip(t.assume);
                 if let Some((node, assume)) = binding {
                     assume
                         .before_bind(&pod, node)
                         .map_err(WriteError::Assumed)?;
                 }
                 let sent = self
-                    .send(
+                    .send_text(
                         Method::POST,
                         &path,
                         manager,
                         agent,
-                        &body,
+                        body.get().as_bytes().to_vec(),
                         "application/json",
                     )
                     .await;
@@ -677,13 +683,35 @@ impl Writer {
         body: &Value,
         content_type: &str,
     ) -> Result<Bytes, ApiError> {
+        self.send_text(
+            method,
+            path,
+            manager,
+            agent,
+            body.to_string().into_bytes(),
+            content_type,
+        )
+        .await
+    }
+
+    /// [`Writer::send`] of a body already in JSON text (a plugin's patch or
+    /// subresource body, sent as it wrote it: no tree is built).
+    async fn send_text(
+        &self,
+        method: Method,
+        path: &str,
+        manager: &str,
+        agent: &str,
+        body: Vec<u8>,
+        content_type: &str,
+    ) -> Result<Bytes, ApiError> {
         let sep = if path.contains('?') { '&' } else { '?' };
         self.client
             .request(
                 method,
                 &format!("{path}{sep}{manager}"),
                 Some(content_type),
-                body.to_string().into_bytes(),
+                body,
                 Some(agent),
             )
             .await
@@ -813,6 +841,23 @@ impl Created {
             version: answer.metadata.resource_version.parse().ok(),
         }
     }
+}
+
+/// The node a Binding's text names (`target.name`), read without building
+/// the whole body.
+fn binding_target(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Binding<'a> {
+        #[serde(borrow)]
+        target: Option<Node<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Node<'a> {
+        #[serde(borrow)]
+        name: Option<std::borrow::Cow<'a, str>>,
+    }
+    let b: Binding<'_> = serde_json::from_str(text).ok()?;
+    b.target?.name.map(std::borrow::Cow::into_owned)
 }
 
 /// Parses JSON text the runtime already checked; a failure is a bug upstream.
