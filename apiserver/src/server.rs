@@ -279,6 +279,7 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         },
     );
     crate::admission::recount_quotas(&mut state);
+    state.follow_up = Some(crate::system::follow_up);
     crate::system::ensure(&mut state, client_addr(addr));
     let (stop, shutdown) = watch::channel(false);
     let (kill, killed) = watch::channel(false);

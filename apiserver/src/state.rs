@@ -163,6 +163,10 @@ pub(crate) struct State {
     /// Whether the write in progress may leave its quota charges in memory
     /// (a create whose caller flushes afterwards).
     pub(crate) charges_deferrable: bool,
+    /// Carries out what a stored write sets off beyond itself (see
+    /// [`FollowUp`]); set at start to `system::follow_up`, which writes in
+    /// turn. The write path calls it without depending on it.
+    pub(crate) follow_up: Option<fn(&mut State, FollowUp<'_>)>,
 }
 
 impl std::fmt::Debug for State {
@@ -172,6 +176,16 @@ impl std::fmt::Debug for State {
             .field("floor", &self.floor)
             .finish()
     }
+}
+
+/// What a stored write sets off, as a cluster's controllers would do it:
+/// a new namespace gets its `default` ServiceAccount; a change in the
+/// groups and versions served (a CRD registered or removed) brings the
+/// APIServices up to date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FollowUp<'a> {
+    NamespaceCreated(&'a str),
+    ServedApisChanged,
 }
 
 /// Storage key of one object.
@@ -259,6 +273,7 @@ impl State {
             gc_pending: true,
             charges: None,
             charges_deferrable: false,
+            follow_up: None,
         }
     }
 
@@ -488,6 +503,14 @@ impl State {
             None => self.storage.append_group(vec![(record, Some(tx))]),
         }
         (obj, rx)
+    }
+
+    /// Carries out what a stored write set off (nothing when no follow-up
+    /// is wired, as in unit tests of the write path alone).
+    pub(crate) fn follow_up(&mut self, what: FollowUp<'_>) {
+        if let Some(f) = self.follow_up {
+            f(self, what);
+        }
     }
 
     /// Every stored object with its resource key.

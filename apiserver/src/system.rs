@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::object;
 use crate::resources::Resource;
 use crate::scope::Req;
-use crate::state::State;
+use crate::state::{FollowUp, State};
 use crate::write;
 
 /// The cluster IP a cluster gives the `kubernetes` Service (the first of
@@ -44,6 +44,15 @@ pub(crate) fn ensure(st: &mut State, addr: SocketAddr) {
         upsert(st, API_SERVICES, "", obj, true);
     }
     sync_crd_api_services(st);
+}
+
+/// Carries out what a stored write set off (wired into the state at start,
+/// so that the write path reaches this module without importing it).
+pub(crate) fn follow_up(st: &mut State, what: FollowUp<'_>) {
+    match what {
+        FollowUp::NamespaceCreated(ns) => ensure_default_service_account(st, ns),
+        FollowUp::ServedApisChanged => sync_crd_api_services(st),
+    }
 }
 
 /// Creates the `default` ServiceAccount of namespace `ns` if it is missing,

@@ -12,7 +12,7 @@ use crate::admission;
 use crate::object::{self, meta_mut};
 use crate::resources;
 use crate::scope::Req;
-use crate::state::{AckRx, Obj, State};
+use crate::state::{AckRx, FollowUp, Obj, State};
 use crate::status::{ApiError, ApiResult, Target};
 use crate::time::now_rfc3339;
 use crate::validate;
@@ -261,7 +261,7 @@ fn crd_status(crd: &mut Value) {
 fn register_crd(st: &mut State, obj: &Value) {
     if let Ok(r) = resources::from_crd(obj) {
         st.registry.insert(r);
-        crate::system::sync_crd_api_services(st);
+        st.follow_up(FollowUp::ServedApisChanged);
     }
 }
 
@@ -339,7 +339,7 @@ pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult
     }
     let (o, ack) = admitted.store(st, req, &name, Some(obj));
     if req.res.group.is_empty() && req.res.plural == "namespaces" {
-        crate::system::ensure_default_service_account(st, &name);
+        st.follow_up(FollowUp::NamespaceCreated(&name));
     }
     Ok(Written {
         obj: o,
@@ -568,7 +568,7 @@ fn remove_crd(st: &mut State, req: &Req<'_>, name: &str) -> Written {
             st.write(&key, &ns, object::name(&o.value), None);
         }
         st.registry.remove(&key);
-        crate::system::sync_crd_api_services(st);
+        st.follow_up(FollowUp::ServedApisChanged);
     }
     let (o, ack) = st.write(&req.res.key(), req.ns, name, None);
     Written {
