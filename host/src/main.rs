@@ -182,6 +182,7 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
                 ..args.limits.runtime_config()
             },
             grace: args.grace,
+            write_limit: args.write_limit()?,
             ..Default::default()
         },
     )?);

@@ -11,14 +11,17 @@
 //!   outcome stops there and the key is reconciled again from fresh state.
 //! - Events become core/v1 Events; a repeat bumps the count of the first.
 //!
-//! Every request carries a field manager and user agent naming the plugin.
+//! Every request carries a field manager and user agent naming the plugin,
+//! and waits for the plugin's write limit (`throttle.rs`) before it is sent.
 //!
 //! The rooms: this file carries out writes; what an `apply` sends and what
 //! `prune-owned` deletes are plain functions over object JSON in the
 //! `windlass-apply` crate, which the SDK's test harness uses too;
-//! `events.rs` records and aggregates events.
+//! `events.rs` records and aggregates events; `throttle.rs` holds each
+//! plugin to its write limit.
 
 mod events;
+mod throttle;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -34,6 +37,8 @@ use crate::contract::{
 use crate::discovery::{ApiResource, Discovery, DiscoveryError};
 use crate::model::{CacheReader, CachedObject, KindRef, ObjectRef};
 use events::EventKey;
+use throttle::{Throttle, Throttles};
+pub use throttle::{ThrottleStats, WriteLimit};
 use windlass_apply::{Apply, Child, owner_reference, set_meta};
 
 /// Why an outcome could not be carried out in full.
@@ -220,6 +225,7 @@ pub struct Writer {
     client: ApiClient,
     discovery: Arc<Discovery>,
     events: Mutex<HashMap<EventKey, (String, String, u32)>>,
+    throttles: Throttles,
 }
 
 impl std::fmt::Debug for Writer {
@@ -229,11 +235,44 @@ impl std::fmt::Debug for Writer {
 }
 
 impl Writer {
-    pub fn new(client: ApiClient, discovery: Arc<Discovery>) -> Self {
+    /// A writer whose plugins' requests are held to `limit` unless
+    /// [`Writer::set_limit`] gives one its own.
+    pub fn new(client: ApiClient, discovery: Arc<Discovery>, limit: WriteLimit) -> Self {
         Self {
             client,
             discovery,
             events: Mutex::new(HashMap::new()),
+            throttles: Throttles::new(limit),
+        }
+    }
+
+    /// Sets `plugin`'s write limit (`None`: the host's default). An
+    /// unchanged limit keeps its tokens.
+    pub fn set_limit(&self, plugin: &str, limit: Option<WriteLimit>) {
+        self.throttles.set(plugin, limit);
+    }
+
+    /// The limit of a plugin not given its own.
+    pub fn default_limit(&self) -> WriteLimit {
+        self.throttles.default
+    }
+
+    /// Forgets the limit of a plugin that no longer runs.
+    pub fn forget(&self, plugin: &str) {
+        self.throttles.remove(plugin);
+    }
+
+    /// Every plugin's write limit and the time its requests waited.
+    pub fn throttle_stats(&self) -> Vec<ThrottleStats> {
+        self.throttles.stats()
+    }
+
+    /// The identity and write limit `plugin`'s requests go out with.
+    fn caller(&self, plugin: &str) -> Caller {
+        Caller {
+            agent: format!("windlass/{plugin}"),
+            manager: format!("fieldManager=windlass-{plugin}"),
+            throttle: self.throttles.of(plugin),
         }
     }
 
@@ -246,7 +285,7 @@ impl Writer {
         applied: &mut Applied,
     ) -> Result<(), WriteError> {
         let plugin = &t.manifest.name;
-        let (agent, manager) = identity(plugin);
+        let who = self.caller(plugin);
         let mut kept: HashSet<ObjectRef> = HashSet::new();
         let default_ns = t.key.namespace.as_deref();
 
@@ -256,9 +295,7 @@ impl Writer {
             let end = independent_run(t, writes, i, default_ns);
             if end == i + 1 {
                 if let Err(e) = self
-                    .execute_one(
-                        t, &writes[i], default_ns, &manager, &agent, &mut kept, applied,
-                    )
+                    .execute_one(t, &writes[i], default_ns, &who, &mut kept, applied)
                     .await
                 {
                     applied.failed_at = Some(i as u32);
@@ -275,13 +312,11 @@ impl Writer {
             let mut size = 1;
             while i < end {
                 let batch = i..(i + size).min(end);
-                let (manager, agent) = (manager.as_str(), agent.as_str());
+                let who = &who;
                 let answers = futures::future::join_all(batch.clone().map(|k| async move {
                     let (mut done, mut named) = (Applied::default(), HashSet::new());
                     let result = self
-                        .execute_one(
-                            t, &writes[k], default_ns, manager, agent, &mut named, &mut done,
-                        )
+                        .execute_one(t, &writes[k], default_ns, who, &mut named, &mut done)
                         .await;
                     (k, result, done, named)
                 }))
@@ -328,7 +363,7 @@ impl Writer {
                     ..DeleteOptions::default()
                 };
                 if self
-                    .delete(&resource, r.namespace.as_deref(), &r.name, &options, &agent)
+                    .delete(&resource, r.namespace.as_deref(), &r.name, &options, &who)
                     .await?
                 {
                     applied.requests += 1;
@@ -366,8 +401,7 @@ impl Writer {
         t: &Target<'_>,
         write: &Write,
         default_ns: Option<&str>,
-        manager: &str,
-        agent: &str,
+        who: &Caller,
         kept: &mut HashSet<ObjectRef>,
         applied: &mut Applied,
     ) -> Result<(), WriteError> {
@@ -405,7 +439,7 @@ impl Writer {
                 let collection = resource.collection_path(namespace.as_deref());
                 let Some(name) = object.header().name.clone() else {
                     let desired = windlass_apply::created(desired, owner.as_ref());
-                    let created = self.create(&collection, manager, agent, &desired).await?;
+                    let created = self.create(&collection, who, &desired).await?;
                     applied.created(
                         ObjectRef {
                             api_version: api_version.to_owned(),
@@ -429,8 +463,7 @@ impl Writer {
                     // it exists, so the server converges it (server-side
                     // apply, as the plugin's own field manager).
                     let path = resource.object_path(namespace.as_deref(), &name);
-                    self.server_side_apply(&path, manager, agent, &desired)
-                        .await?;
+                    self.server_side_apply(&path, who, &desired).await?;
                     applied.requests += 1;
                     return Ok(());
                 }
@@ -442,12 +475,12 @@ impl Writer {
                     resource.has_status,
                 ) {
                     Apply::Create(desired) => {
-                        let created = self.create(&collection, manager, agent, &desired).await?;
+                        let created = self.create(&collection, who, &desired).await?;
                         applied.created(target, &created);
                     }
                     Apply::Patch(patch) => {
                         let path = resource.object_path(namespace.as_deref(), &name);
-                        self.merge_patch(&path, manager, agent, &patch).await?;
+                        self.merge_patch(&path, who, &patch).await?;
                         applied.requests += 1;
                     }
                     Apply::Converged => {}
@@ -461,15 +494,8 @@ impl Writer {
                 let namespace = ns_of(object.header().namespace.as_deref()).map_err(|e| *e)?;
                 set_meta(&mut body, "namespace", namespace.clone().map(Value::String));
                 let path = resource.object_path(namespace.as_deref(), &r.name);
-                self.send(
-                    Method::PUT,
-                    &path,
-                    manager,
-                    agent,
-                    &body,
-                    "application/json",
-                )
-                .await?;
+                self.send(Method::PUT, &path, who, &body, "application/json")
+                    .await?;
                 applied.requests += 1;
                 kept.insert(ObjectRef { namespace, ..r });
             }
@@ -479,15 +505,8 @@ impl Writer {
                     .ok_or_else(|| WriteError::Invalid("status update without a name".into()))?;
                 let body: Value = parse(object.text())?;
                 let namespace = ns_of(object.header().namespace.as_deref()).map_err(|e| *e)?;
-                self.update_status(
-                    &resource,
-                    namespace.as_deref(),
-                    &r.name,
-                    body,
-                    manager,
-                    agent,
-                )
-                .await?;
+                self.update_status(&resource, namespace.as_deref(), &r.name, body, who)
+                    .await?;
                 applied.requests += 1;
             }
             Write::MergePatch(p) => {
@@ -503,19 +522,13 @@ impl Writer {
                     }
                     None => resource.object_path(namespace.as_deref(), &p.target.name),
                 };
-                self.merge_patch(&path, manager, agent, &patch).await?;
+                self.merge_patch(&path, who, &patch).await?;
                 applied.requests += 1;
             }
             Write::Delete(Delete { target, options }) => {
                 let namespace = ns_of(target.namespace.as_deref()).map_err(|e| *e)?;
                 if self
-                    .delete(
-                        &resource,
-                        namespace.as_deref(),
-                        &target.name,
-                        options,
-                        agent,
-                    )
+                    .delete(&resource, namespace.as_deref(), &target.name, options, who)
                     .await?
                 {
                     applied.requests += 1;
@@ -548,14 +561,7 @@ impl Writer {
                         .map_err(WriteError::Assumed)?;
                 }
                 let sent = self
-                    .send(
-                        Method::POST,
-                        &path,
-                        manager,
-                        agent,
-                        &body,
-                        "application/json",
-                    )
+                    .send(Method::POST, &path, who, &body, "application/json")
                     .await;
                 if let Some((_, assume)) = binding {
                     assume.after_bind(&pod, sent.is_ok());
@@ -604,8 +610,8 @@ impl Writer {
         let resource = self.discovery.resolve(&key.kind_ref()).await?;
         let path = resource.object_path(key.namespace.as_deref(), &key.name);
         let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": object.resource_version()}});
-        let (agent, manager) = identity(&manifest.name);
-        self.merge_patch(&path, &manager, &agent, &patch).await?;
+        let who = self.caller(&manifest.name);
+        self.merge_patch(&path, &who, &patch).await?;
         Ok(())
     }
 
@@ -613,19 +619,11 @@ impl Writer {
     async fn create(
         &self,
         collection: &str,
-        manager: &str,
-        agent: &str,
+        who: &Caller,
         desired: &Value,
     ) -> Result<Created, ApiError> {
         let answer = self
-            .send(
-                Method::POST,
-                collection,
-                manager,
-                agent,
-                desired,
-                "application/json",
-            )
+            .send(Method::POST, collection, who, desired, "application/json")
             .await?;
         Ok(Created::read(&answer))
     }
@@ -635,15 +633,13 @@ impl Writer {
     async fn server_side_apply(
         &self,
         path: &str,
-        manager: &str,
-        agent: &str,
+        who: &Caller,
         desired: &Value,
     ) -> Result<Bytes, ApiError> {
         self.send(
             Method::PATCH,
             &format!("{path}?force=true"),
-            manager,
-            agent,
+            who,
             desired,
             "application/apply-patch+yaml",
         )
@@ -653,15 +649,13 @@ impl Writer {
     async fn merge_patch(
         &self,
         path: &str,
-        manager: &str,
-        agent: &str,
+        who: &Caller,
         patch: &Value,
     ) -> Result<Bytes, ApiError> {
         self.send(
             Method::PATCH,
             path,
-            manager,
-            agent,
+            who,
             patch,
             "application/merge-patch+json",
         )
@@ -672,19 +666,19 @@ impl Writer {
         &self,
         method: Method,
         path: &str,
-        manager: &str,
-        agent: &str,
+        who: &Caller,
         body: &Value,
         content_type: &str,
     ) -> Result<Bytes, ApiError> {
         let sep = if path.contains('?') { '&' } else { '?' };
+        who.throttle.wait().await;
         self.client
             .request(
                 method,
-                &format!("{path}{sep}{manager}"),
+                &format!("{path}{sep}{}", who.manager),
                 Some(content_type),
                 body.to_string().into_bytes(),
-                Some(agent),
+                Some(&who.agent),
             )
             .await
     }
@@ -695,8 +689,7 @@ impl Writer {
         namespace: Option<&str>,
         name: &str,
         mut body: Value,
-        manager: &str,
-        agent: &str,
+        who: &Caller,
     ) -> Result<(), WriteError> {
         let path = resource.object_path(namespace, name);
         if resource.has_status {
@@ -708,8 +701,7 @@ impl Writer {
             self.send(
                 Method::PUT,
                 &format!("{path}/status"),
-                manager,
-                agent,
+                who,
                 &body,
                 "application/json",
             )
@@ -720,7 +712,7 @@ impl Writer {
             if let Some(rv) = body.pointer("/metadata/resourceVersion") {
                 patch["metadata"] = json!({"resourceVersion": rv});
             }
-            self.merge_patch(&path, manager, agent, &patch).await?;
+            self.merge_patch(&path, who, &patch).await?;
         }
         Ok(())
     }
@@ -733,7 +725,7 @@ impl Writer {
         namespace: Option<&str>,
         name: &str,
         o: &DeleteOptions,
-        agent: &str,
+        who: &Caller,
     ) -> Result<bool, WriteError> {
         let propagation = match o.propagation.unwrap_or(Propagation::Background) {
             Propagation::Background => "Background",
@@ -756,6 +748,7 @@ impl Writer {
             options["preconditions"] = Value::Object(pre);
         }
         let path = resource.object_path(namespace, name);
+        who.throttle.wait().await;
         match self
             .client
             .request(
@@ -763,7 +756,7 @@ impl Writer {
                 &path,
                 Some("application/json"),
                 options.to_string().into_bytes(),
-                Some(agent),
+                Some(&who.agent),
             )
             .await
         {
@@ -774,12 +767,12 @@ impl Writer {
     }
 }
 
-/// The user agent and field-manager query parameter naming a plugin.
-fn identity(plugin: &str) -> (String, String) {
-    (
-        format!("windlass/{plugin}"),
-        format!("fieldManager=windlass-{plugin}"),
-    )
+/// Who a request is sent for: the user agent and field-manager query
+/// parameter naming the plugin, and the plugin's write limit.
+pub(super) struct Caller {
+    agent: String,
+    manager: String,
+    throttle: Arc<Throttle>,
 }
 
 /// What the server named a created object, read from its answer without
