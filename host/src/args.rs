@@ -493,6 +493,19 @@ pub(crate) fn bind_addr(value: &str) -> Result<BindAddr, String> {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn write_qps_is_a_number_of_at_least_zero() {
+        assert_eq!(super::write_qps("0"), Ok(0.0));
+        assert_eq!(super::write_qps("2.5"), Ok(2.5));
+        assert!(super::write_qps("-1").unwrap_err().contains("at least 0"));
+        assert!(
+            super::write_qps("fast")
+                .unwrap_err()
+                .contains("not a number")
+        );
+        assert!(super::write_qps("inf").is_err());
+    }
+
+    #[test]
     fn bind_addresses_read_as_controller_runtime_reads_them() {
         let addr = |v: &str| super::bind_addr(v).map(|b| b.0.map(|a| a.to_string()));
         assert_eq!(addr(":8080"), Ok(Some("0.0.0.0:8080".into())));
