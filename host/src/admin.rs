@@ -9,6 +9,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
@@ -193,6 +194,34 @@ impl Collector for Histograms {
     }
 }
 
+/// Each plugin's write limit and the time its requests waited for it.
+fn write_limits(r: &mut Registry, host: &Host) {
+    let qps = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+    r.register(
+        "windlass_plugin_write_qps",
+        "The write rate limit a plugin's requests are held to, in requests a second (0: unlimited), by plugin",
+        qps.clone(),
+    );
+    let burst = gauge(
+        r,
+        "windlass_plugin_write_burst",
+        "The burst of a plugin's write rate limit, by plugin",
+    );
+    let waited = Family::<Labels, Counter<f64, AtomicU64>>::default();
+    r.register_with_unit(
+        "windlass_write_throttle",
+        "Time a plugin's requests waited for its write rate limit, by plugin",
+        Unit::Seconds,
+        waited.clone(),
+    );
+    for t in host.write_throttles() {
+        let l = vec![("plugin".to_owned(), t.plugin.clone())];
+        qps.get_or_create(&l).set(t.limit.qps);
+        burst.get_or_create(&l).set(i64::from(t.limit.burst));
+        waited.get_or_create(&l).inc_by(t.waited.as_secs_f64());
+    }
+}
+
 /// The Prometheus text of the host's current counters.
 pub async fn metrics(host: &Host) -> String {
     let mut r = Registry::default();
@@ -276,6 +305,7 @@ pub async fn metrics(host: &Host) -> String {
     }
     r.register_collector(Box::new(queue_wait));
     r.register_collector(Box::new(reconcile_time));
+    write_limits(&mut r, host);
     // The names Kubernetes dashboards know, beside windlass's own.
     r.register_collector(Box::new(crate::conventions::Conventional::of(host).await));
     for row in host.status().await.into_iter().filter(|r| r.name.is_none()) {

@@ -218,11 +218,36 @@ pub(crate) struct RunArgs {
     /// container, a directory under a writable volume).
     #[arg(long, value_name = "DIR", env = "WINDLASS_CACHE_DIR")]
     pub(crate) cache_dir: Option<PathBuf>,
+    /// Requests a second each plugin's writes and events may make, as
+    /// client-go's QPS (0: unlimited); an instance's `writeQPS` overrides it.
+    #[arg(
+        long,
+        default_value = "0",
+        value_name = "QPS",
+        value_parser = write_qps,
+        env = "WINDLASS_PLUGIN_WRITE_QPS"
+    )]
+    pub(crate) plugin_write_qps: f64,
+    /// How many requests each plugin may send at once after a quiet spell,
+    /// as client-go's burst; an instance's `writeBurst` overrides it.
+    #[arg(
+        long,
+        default_value_t = windlass::WriteLimit::DEFAULT_BURST,
+        value_name = "N",
+        env = "WINDLASS_PLUGIN_WRITE_BURST"
+    )]
+    pub(crate) plugin_write_burst: u32,
     #[command(flatten)]
     pub(crate) limits: Limits,
 }
 
 impl RunArgs {
+    /// Every plugin's write limit unless its instance sets its own.
+    pub(crate) fn write_limit(&self) -> anyhow::Result<windlass::WriteLimit> {
+        windlass::WriteLimit::new(self.plugin_write_qps, self.plugin_write_burst)
+            .map_err(|e| anyhow::anyhow!("--plugin-write-qps/--plugin-write-burst: {e}"))
+    }
+
     pub(crate) fn lease(&self) -> anyhow::Result<windlass::leader::LeaseConfig> {
         // As client-go's leader elector insists.
         if self.leader_elect_lease_duration <= self.leader_elect_renew_deadline {
@@ -425,6 +450,14 @@ impl Limits {
     }
 }
 
+/// `--plugin-write-qps`: a number of requests a second, 0 or more.
+fn write_qps(value: &str) -> Result<f64, String> {
+    let qps: f64 = value
+        .parse()
+        .map_err(|_| format!("{value:?} is not a number of requests a second"))?;
+    windlass::WriteLimit::new(qps, 1).map(|l| l.qps)
+}
+
 /// `--admin`: an address as given, or a bare port on loopback (the admin
 /// endpoint tells anyone who can reach it about every plugin, so it is
 /// exposed beyond this machine only when asked for).
@@ -459,6 +492,19 @@ pub(crate) fn bind_addr(value: &str) -> Result<BindAddr, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn write_qps_is_a_number_of_at_least_zero() {
+        assert_eq!(super::write_qps("0"), Ok(0.0));
+        assert_eq!(super::write_qps("2.5"), Ok(2.5));
+        assert!(super::write_qps("-1").unwrap_err().contains("at least 0"));
+        assert!(
+            super::write_qps("fast")
+                .unwrap_err()
+                .contains("not a number")
+        );
+        assert!(super::write_qps("inf").is_err());
+    }
+
     #[test]
     fn bind_addresses_read_as_controller_runtime_reads_them() {
         let addr = |v: &str| super::bind_addr(v).map(|b| b.0.map(|a| a.to_string()));

@@ -1,7 +1,9 @@
 //! The metrics Kubernetes dashboards and alerts already know, served beside
 //! windlass's own: controller-runtime's `controller_runtime_*`, client-go's
-//! `workqueue_*`, `leader_election_master_status` and
-//! `rest_client_requests_total`, with their labels, in seconds.
+//! `workqueue_*`, `leader_election_master_status`,
+//! `rest_client_requests_total` and `rest_client_rate_limiter_duration_seconds`
+//! (by plugin: each plugin has its own write limit, where client-go has one
+//! per client), with their labels, in seconds.
 //!
 //! Each plugin is a controller (label `controller`, and `name` on the
 //! workqueue series, as controller-runtime labels them). A reconcile's
@@ -20,6 +22,7 @@ use prometheus_client::registry::Unit;
 
 use crate::histogram::HistogramSnapshot;
 use crate::host::{ControllerMetrics, Host};
+use crate::writer::ThrottleStats;
 
 type Labels = Vec<(String, String)>;
 
@@ -32,6 +35,8 @@ pub struct Conventional {
     /// The API server's `host:port`, and the requests made to it as
     /// `(code, method, count)`.
     pub requests: (String, Vec<(String, String, u64)>),
+    /// Each plugin's write limit and the waits of its requests.
+    pub throttles: Vec<ThrottleStats>,
 }
 
 impl Conventional {
@@ -42,6 +47,7 @@ impl Conventional {
             controllers: host.controller_metrics().await,
             leadership: host.leadership(),
             requests: (requests.host().to_owned(), requests.snapshot()),
+            throttles: host.write_throttles(),
         }
     }
 }
@@ -264,6 +270,21 @@ impl Collector for Conventional {
                 )
             }),
         )?;
+        // Only plugins with a limit wait for one.
+        histogram(
+            &mut e,
+            "rest_client_rate_limiter_duration",
+            "Client side rate limiter latency in seconds, partitioned by plugin and host",
+            self.throttles
+                .iter()
+                .filter(|t| !t.limit.is_unlimited())
+                .map(|t| {
+                    (
+                        labels(&[("host", host), ("plugin", &t.plugin)]),
+                        t.waits.clone(),
+                    )
+                }),
+        )?;
         Ok(())
     }
 }
@@ -325,6 +346,12 @@ mod tests {
                     ("<error>".into(), "PATCH".into(), 1),
                 ],
             ),
+            throttles: vec![ThrottleStats {
+                plugin: "greeter".into(),
+                limit: crate::writer::WriteLimit::new(5.0, 10).unwrap(),
+                waited: Duration::from_millis(40),
+                waits: time.snapshot(),
+            }],
         });
         for line in [
             r#"controller_runtime_reconcile_total{controller="greeter",result="success"} 6"#,
@@ -345,6 +372,7 @@ mod tests {
             r#"leader_election_master_status{name="windlass"} 1"#,
             r#"rest_client_requests_total{code="200",host="10.0.0.1:443",method="GET"} 7"#,
             r#"rest_client_requests_total{code="<error>",host="10.0.0.1:443",method="PATCH"} 1"#,
+            r#"rest_client_rate_limiter_duration_seconds_count{host="10.0.0.1:443",plugin="greeter"} 2"#,
             "# TYPE controller_runtime_reconcile_time_seconds histogram",
             "# TYPE workqueue_depth gauge",
         ] {

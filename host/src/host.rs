@@ -15,7 +15,7 @@ use crate::discovery::{Discovery, DiscoveryError};
 use crate::informer::InformerConfig;
 use crate::informers::Informers;
 use crate::runtime::{Plugin, Runtime, RuntimeConfig};
-use crate::writer::Writer;
+use crate::writer::{ThrottleStats, WriteLimit, Writer};
 
 /// Settings of a host.
 #[derive(Debug, Clone)]
@@ -26,6 +26,8 @@ pub struct HostConfig {
     pub max_relists: usize,
     /// How long shutdown waits for in-flight reconciles.
     pub grace: Duration,
+    /// Each plugin's write rate limit unless its instance sets its own.
+    pub write_limit: WriteLimit,
 }
 
 impl Default for HostConfig {
@@ -35,6 +37,7 @@ impl Default for HostConfig {
             informer: InformerConfig::default(),
             max_relists: 4,
             grace: Duration::from_secs(10),
+            write_limit: WriteLimit::default(),
         }
     }
 }
@@ -200,7 +203,7 @@ impl Host {
                 config.informer,
                 config.max_relists,
             )),
-            writer: Arc::new(Writer::new(client, discovery)),
+            writer: Arc::new(Writer::new(client, discovery, config.write_limit)),
             grace: config.grace,
             slots: Slots::default(),
             errors: Mutex::new(BTreeMap::new()),
@@ -267,7 +270,7 @@ impl Host {
             tokio::task::spawn_blocking(move || runtime.load_file_with(&file, settings.as_deref()))
                 .await?;
         let plugin = loaded.inspect_err(|e| self.record_error(path, e.to_string()))?;
-        let mut names = self.run(path, vec![plugin]).await?;
+        let mut names = self.run(path, vec![(plugin, None)]).await?;
         Ok(names.remove(0))
     }
 
@@ -284,15 +287,20 @@ impl Host {
         Ok(names)
     }
 
-    /// Installs the plugins `path` runs as now and stops those it ran
-    /// before under other names. A failure is recorded against the file
-    /// (the others still run); success clears what was recorded.
-    async fn run(&self, path: &Path, plugins: Vec<Plugin>) -> anyhow::Result<Vec<String>> {
-        let wanted: Vec<String> = plugins.iter().map(|p| p.name().to_owned()).collect();
+    /// Installs the plugins `path` runs as now, each with its write limit
+    /// (`None`: the host's default), and stops those it ran before under
+    /// other names. A failure is recorded against the file (the others
+    /// still run); success clears what was recorded.
+    async fn run(
+        &self,
+        path: &Path,
+        plugins: Vec<(Plugin, Option<WriteLimit>)>,
+    ) -> anyhow::Result<Vec<String>> {
+        let wanted: Vec<String> = plugins.iter().map(|(p, _)| p.name().to_owned()).collect();
         let mut names = Vec::new();
         let mut failed = Vec::new();
-        for plugin in plugins {
-            match self.install(path, plugin).await {
+        for (plugin, limit) in plugins {
+            match self.install(path, plugin, limit).await {
                 Ok(name) => names.push(name),
                 Err(e) => failed.push(format!("{e:#}")),
             }
@@ -307,14 +315,21 @@ impl Host {
         Ok(names)
     }
 
-    /// The plugins a file runs as, loaded and reshaped, nothing installed.
-    async fn prepare(&self, path: &Path, source: &Source) -> anyhow::Result<Vec<Plugin>> {
+    /// The plugins a file runs as, loaded and reshaped, with their write
+    /// limits; nothing installed.
+    async fn prepare(
+        &self,
+        path: &Path,
+        source: &Source,
+    ) -> anyhow::Result<Vec<(Plugin, Option<WriteLimit>)>> {
         let Some(instances) = &source.instances else {
             let (runtime, file) = (self.runtime.clone(), path.to_path_buf());
-            return Ok(vec![
+            return Ok(vec![(
                 tokio::task::spawn_blocking(move || runtime.load_file(&file)).await??,
-            ]);
+                None,
+            )]);
         };
+        let default = self.writer.default_limit();
         // The component is compiled once; each instance asks its manifest
         // again with its own settings (the first with the first's).
         let (runtime, file) = (self.runtime.clone(), path.to_path_buf());
@@ -335,7 +350,10 @@ impl Host {
                     };
                     let manifest = crate::instances::reshape(plugin.manifest(), instance)
                         .map_err(|e| anyhow::anyhow!("{}: {e}", base.file()))?;
-                    Ok(plugin.with_manifest(manifest)?)
+                    let limit = instance.write_limit(default).map_err(|e| {
+                        anyhow::anyhow!("{}: instance {:?}: {e}", base.file(), instance.name)
+                    })?;
+                    Ok((plugin.with_manifest(manifest)?, limit))
                 })
                 .collect()
         })
@@ -357,7 +375,12 @@ impl Host {
             .insert(path.to_path_buf(), error);
     }
 
-    async fn install(&self, path: &Path, plugin: Plugin) -> anyhow::Result<String> {
+    async fn install(
+        &self,
+        path: &Path,
+        plugin: Plugin,
+        limit: Option<WriteLimit>,
+    ) -> anyhow::Result<String> {
         let name = plugin.name().to_owned();
         let change = self.slots.change().await;
         // `None`: updated in place; else the slot it replaces, if any.
@@ -398,6 +421,9 @@ impl Host {
             }
             Ok(Some(controllers.remove(&name)))
         })?;
+        // Before the first write of the new version (a limit changed alone
+        // takes effect at once, under the running queue).
+        self.writer.set_limit(&name, limit);
         let Some(old) = replaced else {
             return Ok(name);
         };
@@ -432,7 +458,9 @@ impl Host {
                 .collect()
         });
         for (_, old) in stale {
+            let name = old.plugin().name().to_owned();
             old.stop(self.grace).await;
+            self.writer.forget(&name);
         }
     }
 
@@ -594,6 +622,19 @@ impl Host {
                 })
                 .collect()
         })
+    }
+
+    /// Every loaded plugin's write limit and the time its requests waited
+    /// for it.
+    pub fn write_throttles(&self) -> Vec<ThrottleStats> {
+        let loaded: std::collections::BTreeSet<String> = self
+            .slots
+            .read(|controllers| controllers.keys().cloned().collect());
+        self.writer
+            .throttle_stats()
+            .into_iter()
+            .filter(|t| loaded.contains(&t.plugin))
+            .collect()
     }
 
     /// Counters and queue depth of every running controller, with its

@@ -10,6 +10,8 @@
 //!   namespace: team-a        # confines what it reconciles and owns
 //!   labelSelector: team=a    # added to the selector of what it reconciles
 //!   maxConcurrency: 8        # instead of the manifest's
+//!   writeQPS: 20             # its requests a second (0: unlimited) ...
+//!   writeBurst: 40           # ... and burst, instead of the host's flags
 //!   settings: {replicas: 3}  # read by the plugin through `instance.settings`
 //! ```
 
@@ -19,6 +21,7 @@ use serde::Deserialize;
 use windlass_selector::names;
 
 use crate::contract::{MAX_CONCURRENCY, Manifest};
+use crate::writer::WriteLimit;
 
 /// The suffix that names a plugin's instances file.
 pub const SUFFIX: &str = ".instances.yaml";
@@ -49,12 +52,33 @@ pub struct Instance {
     /// How many keys it reconciles at once, instead of the manifest's.
     #[serde(default)]
     pub max_concurrency: Option<u32>,
+    /// Requests a second its writes and events may make (0: unlimited),
+    /// instead of `--plugin-write-qps`.
+    #[serde(default, rename = "writeQPS")]
+    pub write_qps: Option<f64>,
+    /// How many requests may go out at once after a quiet spell, instead
+    /// of `--plugin-write-burst`.
+    #[serde(default)]
+    pub write_burst: Option<u32>,
     /// A JSON object the plugin reads through `instance.settings`.
     #[serde(default)]
     pub settings: Option<serde_json::Value>,
 }
 
 impl Instance {
+    /// The instance's write limit, what it does not set taken from the
+    /// host's `default`; `None` when it sets neither.
+    pub fn write_limit(&self, default: WriteLimit) -> Result<Option<WriteLimit>, String> {
+        if self.write_qps.is_none() && self.write_burst.is_none() {
+            return Ok(None);
+        }
+        WriteLimit::new(
+            self.write_qps.unwrap_or(default.qps),
+            self.write_burst.unwrap_or(default.burst),
+        )
+        .map(Some)
+    }
+
     /// The settings as the JSON text the plugin reads.
     pub fn settings_text(&self) -> Option<String> {
         self.settings.as_ref().map(|s| s.to_string())
@@ -105,6 +129,13 @@ pub fn parse(text: &str) -> Result<Vec<Instance>, String> {
             return Err(at(format!(
                 "maxConcurrency {n} is out of range (1 to {MAX_CONCURRENCY})"
             )));
+        }
+        if instance.write_qps.is_some() || instance.write_burst.is_some() {
+            // Checked against the defaults a host would take the rest from;
+            // the host checks again with its own.
+            instance
+                .write_limit(WriteLimit::default())
+                .map_err(|e| at(format!("writeQPS/writeBurst: {e}")))?;
         }
         if let Some(settings) = &instance.settings
             && !settings.is_object()
@@ -203,6 +234,18 @@ instances:
             ),
             ("instances:\n- name: a\n  maxConcurrency: 0", "out of range"),
             (
+                "instances:\n- name: a\n  writeQPS: -1",
+                "writeQPS/writeBurst",
+            ),
+            (
+                "instances:\n- name: a\n  writeQPS: 5\n  writeBurst: 0",
+                "burst must be at least 1",
+            ),
+            (
+                "instances:\n- name: a\n  writeQps: 5",
+                "unknown field `writeQps`",
+            ),
+            (
                 "instances:\n- name: a\n  settings: [1]",
                 "must be a mapping",
             ),
@@ -256,6 +299,29 @@ instances:
             reshape(&m, &same).unwrap().reconciles.namespace.as_deref(),
             Some("ops")
         );
+    }
+
+    #[test]
+    fn an_instance_write_limit_takes_what_it_leaves_out_from_the_host() {
+        let host = WriteLimit::new(50.0, 100).unwrap();
+        let got = parse(
+            "instances:\n- name: a\n  writeQPS: 20\n  writeBurst: 5\n\
+             - name: b\n  writeQPS: 2.5\n- name: c\n  writeBurst: 7\n- name: d\n",
+        )
+        .unwrap();
+        let limits: Vec<_> = got.iter().map(|i| i.write_limit(host).unwrap()).collect();
+        assert_eq!(
+            limits,
+            [
+                Some(WriteLimit::new(20.0, 5).unwrap()),
+                Some(WriteLimit::new(2.5, 100).unwrap()),
+                Some(WriteLimit::new(50.0, 7).unwrap()),
+                None,
+            ]
+        );
+        // A host whose burst is 0 (unlimited by flag) cannot complete a QPS.
+        let unlimited = WriteLimit::new(0.0, 0).unwrap();
+        assert!(got[1].write_limit(unlimited).is_err());
     }
 
     #[test]

@@ -65,6 +65,7 @@ mod writer;
 pub use controller::{QueueDepth, StatsSnapshot};
 pub use host::{ControllerStats, Host, HostConfig, PluginStatus};
 pub use plugin_dir::PluginDir;
+pub use writer::{ThrottleStats, WriteLimit};
 
 // The runtime on its own: load a plugin, call it.
 pub use offline::{StaticCache, request_for};

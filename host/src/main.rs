@@ -150,6 +150,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 async fn run_host(args: RunArgs) -> anyhow::Result<()> {
     // Settings are checked before anything starts.
     let lease = args.leader_elect.then(|| args.lease()).transpose()?;
+    let write_limit = args.write_limit()?;
     let mut embedded = None;
     let client = if args.embedded {
         let server = start_server(
@@ -182,6 +183,7 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
                 ..args.limits.runtime_config()
             },
             grace: args.grace,
+            write_limit,
             ..Default::default()
         },
     )?);

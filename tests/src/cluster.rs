@@ -43,6 +43,18 @@ impl Cluster {
         files: &[(&str, &str)],
         server: Server<'_>,
     ) -> Cluster {
+        Self::start_with_args(binary, plugins, files, &[], server)
+    }
+
+    /// [`Cluster::start_with`] with more `windlass run` flags, e.g.
+    /// `--admin`.
+    pub fn start_with_args(
+        binary: &str,
+        plugins: &[&str],
+        files: &[(&str, &str)],
+        args: &[&str],
+        server: Server<'_>,
+    ) -> Cluster {
         let dir = tempfile::tempdir().expect("a temp dir");
         let plugins_dir = dir.path().join("plugins");
         std::fs::create_dir(&plugins_dir).unwrap();
@@ -57,7 +69,7 @@ impl Cluster {
             .unwrap();
         }
         let mut cmd = Command::new(binary);
-        cmd.arg("run").arg("--plugins").arg(&plugins_dir);
+        cmd.arg("run").arg("--plugins").arg(&plugins_dir).args(args);
         let kubeconfig = match server {
             Server::Embedded => {
                 let k = dir.path().join("kubeconfig");

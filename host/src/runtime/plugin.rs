@@ -276,7 +276,7 @@ impl PluginInner {
         cache: Arc<dyn CacheReader>,
         f: impl FnOnce(&Exports, &Instance, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
-        let _slot = self.runtime.slots.acquire();
+        let _slot = self.runtime.slots.acquire(&self.manifest.name);
         let limit = self.runtime.config.call_timeout;
         lift::within(&self.runtime.config.output, || {
             let mut store = self.new_store(declared, cache, limit);

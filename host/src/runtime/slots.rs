@@ -1,8 +1,10 @@
 //! The two shared mechanisms every call relies on: [`Slots`] keeps calls in
 //! flight within the pooling allocator's instances (a caller past the limit
-//! waits rather than failing), and [`EpochTicker`] advances the engine's
-//! epoch so that a store's deadline, a number of ticks, means wall-clock time.
+//! waits rather than failing, and freed slots go round the waiting plugins
+//! in turn), and [`EpochTicker`] advances the engine's epoch so that a
+//! store's deadline, a number of ticks, means wall-clock time.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -12,17 +14,111 @@ use wasmtime::Engine;
 /// How often the epoch ticker advances; deadlines are this precise.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 
-/// Counts calls in flight so they never exceed the pooling allocator's slots.
+/// Counts calls in flight so they never exceed the pooling allocator's
+/// slots, and shares them fairly between plugins when they run short.
 pub(crate) struct Slots {
-    state: Mutex<SlotCount>,
-    freed: Condvar,
+    state: Mutex<Shares>,
+    granted: Condvar,
 }
 
-struct SlotCount {
+/// Who gets a slot: the bookkeeping under [`Slots`], plain data.
+///
+/// A free slot is taken at once. When none is free, callers wait, and each
+/// slot freed goes to the next *plugin* in a round of the plugins waiting —
+/// not to whichever waiting thread wakes first. A plugin that requeues
+/// itself in a tight loop with many workers thus gets one slot in turn with
+/// a quiet plugin's one waiting call, instead of one in (its workers + 1);
+/// while nobody else waits it may use every slot (nothing is kept idle).
+#[derive(Debug)]
+struct Shares {
+    /// Slots neither held nor granted to a waiter. Never above zero while
+    /// a waiter has no grant: a freed slot is granted before anyone else
+    /// can take it.
     free: usize,
-    /// Callers blocked in `acquire`; a release wakes one only if there are
-    /// any, so the uncontended path makes no futex call.
-    waiting: usize,
+    /// Plugins with waiters that have no grant yet, each once, in turn.
+    turn: VecDeque<Arc<str>>,
+    /// Waiters and grants by plugin, while it has waiters.
+    waiting: HashMap<Arc<str>, Waiting>,
+}
+
+#[derive(Debug, Default)]
+struct Waiting {
+    /// Calls of this plugin waiting (granted or not).
+    callers: usize,
+    /// Slots granted to them and not yet claimed.
+    granted: usize,
+}
+
+impl Shares {
+    fn new(n: usize) -> Self {
+        Self {
+            free: n,
+            turn: VecDeque::new(),
+            waiting: HashMap::new(),
+        }
+    }
+
+    /// Takes a free slot, if any.
+    fn take(&mut self) -> bool {
+        self.free = match self.free.checked_sub(1) {
+            Some(free) => free,
+            None => return false,
+        };
+        true
+    }
+
+    /// A call of `plugin` starts waiting.
+    fn wait(&mut self, plugin: &Arc<str>) {
+        let w = self.waiting.entry(plugin.clone()).or_default();
+        w.callers += 1;
+        if w.callers - w.granted == 1 {
+            self.turn.push_back(plugin.clone());
+        }
+    }
+
+    /// A waiting call of `plugin` takes a slot granted to its plugin, if
+    /// there is one.
+    fn claim(&mut self, plugin: &str) -> bool {
+        let Some(w) = self.waiting.get_mut(plugin) else {
+            return false;
+        };
+        if w.granted == 0 {
+            return false;
+        }
+        w.granted -= 1;
+        w.callers -= 1;
+        if w.callers == 0 {
+            self.waiting.remove(plugin);
+        }
+        true
+    }
+
+    /// A slot is given back; returns whether it was granted to a waiter.
+    fn release(&mut self) -> bool {
+        self.free += 1;
+        self.grant()
+    }
+
+    /// Grants free slots to waiting plugins in turn.
+    fn grant(&mut self) -> bool {
+        let mut any = false;
+        while self.free > 0 {
+            let Some(plugin) = self.turn.pop_front() else {
+                break;
+            };
+            let w = self
+                .waiting
+                .get_mut(&plugin)
+                .expect("a plugin in turn has waiters");
+            w.granted += 1;
+            self.free -= 1;
+            any = true;
+            if w.callers > w.granted {
+                self.turn.push_back(plugin);
+            }
+        }
+        any
+    }
 }
 
 /// One slot, given back when dropped.
@@ -31,41 +127,40 @@ pub(crate) struct Slot<'a>(&'a Slots);
 impl Slots {
     pub(crate) fn new(n: usize) -> Self {
         Self {
-            state: Mutex::new(SlotCount {
-                free: n,
-                waiting: 0,
-            }),
-            freed: Condvar::new(),
+            state: Mutex::new(Shares::new(n)),
+            granted: Condvar::new(),
         }
     }
 
-    /// A slot, waiting for one if none is free.
-    pub(crate) fn acquire(&self) -> Slot<'_> {
+    /// A slot for a call of `plugin`, waiting for one if none is free.
+    pub(crate) fn acquire(&self, plugin: &str) -> Slot<'_> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while state.free == 0 {
-            state.waiting += 1;
-            state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
-            state.waiting -= 1;
+        if !state.take() {
+            state.wait(&Arc::from(plugin));
+            while !state.claim(plugin) {
+                state = self.granted.wait(state).unwrap_or_else(|e| e.into_inner());
+            }
         }
-        state.free -= 1;
         Slot(self)
     }
 
-    /// A slot if one is free now.
+    /// A slot if one is free now (none is while a call waits for one).
     pub(crate) fn try_acquire(&self) -> Option<Slot<'_>> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.free = state.free.checked_sub(1)?;
-        Some(Slot(self))
+        // Lazily: a `Slot` made and dropped on failure would give back a
+        // slot never taken (and lock the state it is still holding).
+        state.take().then(|| Slot(self))
     }
 }
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         let mut state = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.free += 1;
-        if state.waiting > 0 {
+        // Waiters share one condition variable; only the granted plugin's
+        // claim succeeds, the others wait again. Uncontended, no wake-up.
+        if state.release() {
             drop(state);
-            self.0.freed.notify_one();
+            self.0.granted.notify_all();
         }
     }
 }
@@ -115,9 +210,106 @@ mod tests {
     fn slots_never_exceed_their_count() {
         let slots = Slots::new(2);
         let a = slots.try_acquire().expect("one");
-        let _b = slots.acquire();
+        let _b = slots.acquire("p");
         assert!(slots.try_acquire().is_none());
         drop(a);
         assert!(slots.try_acquire().is_some());
+    }
+
+    /// The plugins, in the order given, whose waiters claim a grant now.
+    fn claim_all(s: &mut Shares, plugins: &[&str]) -> Vec<String> {
+        let mut got = Vec::new();
+        for p in plugins {
+            while s.claim(p) {
+                got.push((*p).to_owned());
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn a_freed_slot_goes_round_the_waiting_plugins_not_to_the_most_waiters() {
+        let (noisy, quiet): (Arc<str>, Arc<str>) = ("noisy".into(), "quiet".into());
+        let mut s = Shares::new(2);
+        // The noisy plugin holds both slots and has ten more calls waiting;
+        // then one quiet call waits.
+        assert!(s.take() && s.take());
+        for _ in 0..10 {
+            s.wait(&noisy);
+        }
+        s.wait(&quiet);
+        assert!(!s.take(), "nothing free");
+        // Two slots freed: one goes to each plugin, though the noisy one
+        // waited first and with ten calls.
+        assert!(s.release());
+        assert!(s.release());
+        let mut got = claim_all(&mut s, &["noisy", "quiet"]);
+        got.sort();
+        assert_eq!(got, ["noisy", "quiet"]);
+        // The quiet plugin is done waiting; the rest go to the noisy one.
+        assert!(s.release());
+        assert_eq!(claim_all(&mut s, &["noisy", "quiet"]), ["noisy"]);
+    }
+
+    #[test]
+    fn with_many_plugins_waiting_each_gets_a_turn_before_anyone_a_second() {
+        let names: Vec<Arc<str>> = ["a", "b", "c"].into_iter().map(Arc::from).collect();
+        let mut s = Shares::new(1);
+        assert!(s.take());
+        for n in &names {
+            for _ in 0..3 {
+                s.wait(n);
+            }
+        }
+        let mut order = Vec::new();
+        for _ in 0..9 {
+            assert!(s.release());
+            let got = claim_all(&mut s, &["a", "b", "c"]);
+            assert_eq!(got.len(), 1, "one slot, one grant");
+            order.extend(got);
+        }
+        assert_eq!(order, ["a", "b", "c", "a", "b", "c", "a", "b", "c"]);
+        // Nobody waits now: the freed slot is simply free.
+        assert!(!s.release());
+        assert!(s.take());
+    }
+
+    #[test]
+    fn a_granted_slot_cannot_be_taken_by_a_caller_that_did_not_wait() {
+        let quiet: Arc<str> = "quiet".into();
+        let mut s = Shares::new(1);
+        assert!(s.take());
+        s.wait(&quiet);
+        assert!(s.release());
+        // An inline call (try_acquire) finds nothing free: the slot is the
+        // waiter's.
+        assert!(!s.take());
+        assert!(s.claim("quiet"));
+        assert!(s.waiting.is_empty() && s.turn.is_empty());
+    }
+
+    #[test]
+    fn waiting_threads_of_two_plugins_all_get_through() {
+        // The real shell: many threads of one plugin and one of another,
+        // one slot; every call completes.
+        let slots = Arc::new(Slots::new(1));
+        let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let threads: Vec<_> = (0..9)
+            .map(|i| {
+                let (slots, done) = (slots.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let plugin = if i == 0 { "quiet" } else { "noisy" };
+                    for _ in 0..50 {
+                        let _slot = slots.acquire(plugin);
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(done.load(Ordering::Relaxed), 9 * 50);
+        assert!(slots.try_acquire().is_some(), "every slot came back");
     }
 }

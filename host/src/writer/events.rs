@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use http::Method;
 use serde_json::json;
 
-use super::{Writer, identity};
+use super::Writer;
 use crate::contract::{Event, EventType, Manifest};
 use crate::discovery::segment;
 use crate::model::{CachedObject, ObjectRef};
@@ -72,7 +72,7 @@ impl Writer {
             .namespace
             .clone()
             .unwrap_or_else(|| "default".into());
-        let (agent, manager) = identity(&manifest.name);
+        let who = self.caller(&manifest.name);
         let now = rfc3339(SystemTime::now());
         let previous = self
             .events
@@ -87,7 +87,7 @@ impl Writer {
                 segment(&name)
             );
             let patch = json!({"count": count + 1, "lastTimestamp": now});
-            match self.merge_patch(&path, &manager, &agent, &patch).await {
+            match self.merge_patch(&path, &who, &patch).await {
                 Ok(_) => {
                     self.remember(event_key, ns, name, count + 1);
                     return;
@@ -118,14 +118,7 @@ impl Writer {
         });
         let path = format!("/api/v1/namespaces/{}/events", segment(&namespace));
         match self
-            .send(
-                Method::POST,
-                &path,
-                &manager,
-                &agent,
-                &body,
-                "application/json",
-            )
+            .send(Method::POST, &path, &who, &body, "application/json")
             .await
         {
             Ok(answer) => {

@@ -11,14 +11,17 @@
 //!   outcome stops there and the key is reconciled again from fresh state.
 //! - Events become core/v1 Events; a repeat bumps the count of the first.
 //!
-//! Every request carries a field manager and user agent naming the plugin.
+//! Every request carries a field manager and user agent naming the plugin,
+//! and waits for the plugin's write limit (`throttle.rs`) before it is sent.
 //!
 //! The rooms: this file carries out writes; what an `apply` sends and what
 //! `prune-owned` deletes are plain functions over object JSON in the
 //! `windlass-apply` crate, which the SDK's test harness uses too;
-//! `events.rs` records and aggregates events.
+//! `events.rs` records and aggregates events; `throttle.rs` holds each
+//! plugin to its write limit.
 
 mod events;
+mod throttle;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -31,6 +34,8 @@ use crate::contract::{Delete, DeleteOptions, Manifest, Outcome, SubresourceCreat
 use crate::discovery::{Discovery, DiscoveryError};
 use crate::model::{CacheReader, CachedObject, KindRef, ObjectRef};
 use events::EventKey;
+use throttle::{Throttle, Throttles};
+pub use throttle::{ThrottleStats, WriteLimit};
 use windlass_apply::{Apply, Child, owner_reference, set_meta};
 
 /// Why an outcome could not be carried out in full.
@@ -217,6 +222,7 @@ pub struct Writer {
     client: ApiClient,
     discovery: Arc<Discovery>,
     events: Mutex<HashMap<EventKey, (String, String, u32)>>,
+    throttles: Throttles,
 }
 
 impl std::fmt::Debug for Writer {
@@ -226,11 +232,44 @@ impl std::fmt::Debug for Writer {
 }
 
 impl Writer {
-    pub fn new(client: ApiClient, discovery: Arc<Discovery>) -> Self {
+    /// A writer whose plugins' requests are held to `limit` unless
+    /// [`Writer::set_limit`] gives one its own.
+    pub fn new(client: ApiClient, discovery: Arc<Discovery>, limit: WriteLimit) -> Self {
         Self {
             client,
             discovery,
             events: Mutex::new(HashMap::new()),
+            throttles: Throttles::new(limit),
+        }
+    }
+
+    /// Sets `plugin`'s write limit (`None`: the host's default). An
+    /// unchanged limit keeps its tokens.
+    pub fn set_limit(&self, plugin: &str, limit: Option<WriteLimit>) {
+        self.throttles.set(plugin, limit);
+    }
+
+    /// The limit of a plugin not given its own.
+    pub fn default_limit(&self) -> WriteLimit {
+        self.throttles.default
+    }
+
+    /// Forgets the limit of a plugin that no longer runs.
+    pub fn forget(&self, plugin: &str) {
+        self.throttles.remove(plugin);
+    }
+
+    /// Every plugin's write limit and the time its requests waited.
+    pub fn throttle_stats(&self) -> Vec<ThrottleStats> {
+        self.throttles.stats()
+    }
+
+    /// The identity and write limit `plugin`'s requests go out with.
+    fn caller(&self, plugin: &str) -> Caller {
+        Caller {
+            agent: format!("windlass/{plugin}"),
+            manager: format!("fieldManager=windlass-{plugin}"),
+            throttle: self.throttles.of(plugin),
         }
     }
 
@@ -243,7 +282,7 @@ impl Writer {
         applied: &mut Applied,
     ) -> Result<(), WriteError> {
         let plugin = &t.manifest.name;
-        let (agent, manager) = identity(plugin);
+        let who = self.caller(plugin);
         let mut kept: HashSet<ObjectRef> = HashSet::new();
         let default_ns = t.key.namespace.as_deref();
 
@@ -253,9 +292,7 @@ impl Writer {
             let end = independent_run(t, writes, i, default_ns);
             if end == i + 1 {
                 if let Err(e) = self
-                    .execute_one(
-                        t, &writes[i], default_ns, &manager, &agent, &mut kept, applied,
-                    )
+                    .execute_one(t, &writes[i], default_ns, &who, &mut kept, applied)
                     .await
                 {
                     applied.failed_at = Some(i as u32);
@@ -272,13 +309,11 @@ impl Writer {
             let mut size = 1;
             while i < end {
                 let batch = i..(i + size).min(end);
-                let (manager, agent) = (manager.as_str(), agent.as_str());
+                let who = &who;
                 let answers = futures::future::join_all(batch.clone().map(|k| async move {
                     let (mut done, mut named) = (Applied::default(), HashSet::new());
                     let result = self
-                        .execute_one(
-                            t, &writes[k], default_ns, manager, agent, &mut named, &mut done,
-                        )
+                        .execute_one(t, &writes[k], default_ns, who, &mut named, &mut done)
                         .await;
                     (k, result, done, named)
                 }))
@@ -325,7 +360,7 @@ impl Writer {
                     ..DeleteOptions::default()
                 };
                 if self
-                    .delete(&resource, r.namespace.as_deref(), &r.name, &options, &agent)
+                    .delete(&resource, r.namespace.as_deref(), &r.name, &options, &who)
                     .await?
                 {
                     applied.requests += 1;
@@ -363,8 +398,7 @@ impl Writer {
         t: &Target<'_>,
         write: &Write,
         default_ns: Option<&str>,
-        manager: &str,
-        agent: &str,
+        who: &Caller,
         kept: &mut HashSet<ObjectRef>,
         applied: &mut Applied,
     ) -> Result<(), WriteError> {
@@ -402,7 +436,7 @@ impl Writer {
                 let collection = resource.collection_path(namespace.as_deref());
                 let Some(name) = object.header().name.clone() else {
                     let desired = windlass_apply::created(desired, owner.as_ref());
-                    let created = self.create(&collection, manager, agent, &desired).await?;
+                    let created = self.create(&collection, who, &desired).await?;
                     applied.created(
                         ObjectRef {
                             api_version: api_version.to_owned(),
@@ -426,8 +460,7 @@ impl Writer {
                     // it exists, so the server converges it (server-side
                     // apply, as the plugin's own field manager).
                     let path = resource.object_path(namespace.as_deref(), &name);
-                    self.server_side_apply(&path, manager, agent, &desired)
-                        .await?;
+                    self.server_side_apply(&path, who, &desired).await?;
                     applied.requests += 1;
                     return Ok(());
                 }
@@ -439,12 +472,12 @@ impl Writer {
                     resource.has_status,
                 ) {
                     Apply::Create(desired) => {
-                        let created = self.create(&collection, manager, agent, &desired).await?;
+                        let created = self.create(&collection, who, &desired).await?;
                         applied.created(target, &created);
                     }
                     Apply::Patch(patch) => {
                         let path = resource.object_path(namespace.as_deref(), &name);
-                        self.merge_patch(&path, manager, agent, &patch).await?;
+                        self.merge_patch(&path, who, &patch).await?;
                         applied.requests += 1;
                     }
                     Apply::Converged => {}
@@ -458,15 +491,8 @@ impl Writer {
                 let namespace = ns_of(object.header().namespace.as_deref()).map_err(|e| *e)?;
                 set_meta(&mut body, "namespace", namespace.clone().map(Value::String));
                 let path = resource.object_path(namespace.as_deref(), &r.name);
-                self.send(
-                    Method::PUT,
-                    &path,
-                    manager,
-                    agent,
-                    &body,
-                    "application/json",
-                )
-                .await?;
+                self.send(Method::PUT, &path, who, &body, "application/json")
+                    .await?;
                 applied.requests += 1;
                 kept.insert(ObjectRef { namespace, ..r });
             }
@@ -476,15 +502,8 @@ impl Writer {
                     .ok_or_else(|| WriteError::Invalid("status update without a name".into()))?;
                 let body: Value = parse(object.text())?;
                 let namespace = ns_of(object.header().namespace.as_deref()).map_err(|e| *e)?;
-                self.update_status(
-                    &resource,
-                    namespace.as_deref(),
-                    &r.name,
-                    body,
-                    manager,
-                    agent,
-                )
-                .await?;
+                self.update_status(&resource, namespace.as_deref(), &r.name, body, who)
+                    .await?;
                 applied.requests += 1;
             }
             Write::MergePatch(p) => {
@@ -502,8 +521,7 @@ impl Writer {
                 self.send_text(
                     Method::PATCH,
                     &path,
-                    manager,
-                    agent,
+                    who,
                     p.patch.get().as_bytes().to_vec(),
                     "application/merge-patch+json",
                 )
@@ -513,13 +531,7 @@ impl Writer {
             Write::Delete(Delete { target, options }) => {
                 let namespace = ns_of(target.namespace.as_deref()).map_err(|e| *e)?;
                 if self
-                    .delete(
-                        &resource,
-                        namespace.as_deref(),
-                        &target.name,
-                        options,
-                        agent,
-                    )
+                    .delete(&resource, namespace.as_deref(), &target.name, options, who)
                     .await?
                 {
                     applied.requests += 1;
@@ -554,8 +566,7 @@ impl Writer {
                     .send_text(
                         Method::POST,
                         &path,
-                        manager,
-                        agent,
+                        who,
                         body.get().as_bytes().to_vec(),
                         "application/json",
                     )
@@ -607,15 +618,23 @@ impl Writer {
         let resource = self.discovery.resolve(&key.kind_ref()).await?;
         let path = resource.object_path(key.namespace.as_deref(), &key.name);
         let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": object.resource_version()}});
-        let (agent, manager) = identity(&manifest.name);
-        self.merge_patch(&path, &manager, &agent, &patch).await?;
+        let who = self.caller(&manifest.name);
+        self.merge_patch(&path, &who, &patch).await?;
         Ok(())
     }
 }
 
+/// Who a request is sent for: the user agent and field-manager query
+/// parameter naming the plugin, and the plugin's write limit.
+pub(super) struct Caller {
+    agent: String,
+    manager: String,
+    throttle: Arc<Throttle>,
+}
+
 mod requests;
 
-use requests::{Created, binding_target, identity, parse};
+use requests::{Created, binding_target, parse};
 
 #[cfg(test)]
 mod tests;

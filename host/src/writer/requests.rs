@@ -1,36 +1,28 @@
 //! The HTTP requests a write becomes: create, server-side apply, merge
 //! patch, status update, delete, each as the plugin's field manager and
-//! user agent; and what is read back from the answers (a created object's
-//! name and version, a binding's node).
+//! user agent and within its write limit; and what is read back from the
+//! answers (a created object's name and version, a binding's node).
 
 use bytes::Bytes;
 use http::Method;
 use serde_json::{Map, Value, json};
+use windlass_apply::set_meta;
 
-use super::{WriteError, Writer};
+use super::{Caller, WriteError, Writer};
 use crate::client::ApiError;
 use crate::contract::{DeleteOptions, Propagation};
 use crate::discovery::ApiResource;
-use windlass_apply::set_meta;
 
 impl Writer {
     /// Creates `desired` in `collection`; returns what the server named it.
     pub(super) async fn create(
         &self,
         collection: &str,
-        manager: &str,
-        agent: &str,
+        who: &Caller,
         desired: &Value,
     ) -> Result<Created, ApiError> {
         let answer = self
-            .send(
-                Method::POST,
-                collection,
-                manager,
-                agent,
-                desired,
-                "application/json",
-            )
+            .send(Method::POST, collection, who, desired, "application/json")
             .await?;
         Ok(Created::read(&answer))
     }
@@ -40,15 +32,13 @@ impl Writer {
     pub(super) async fn server_side_apply(
         &self,
         path: &str,
-        manager: &str,
-        agent: &str,
+        who: &Caller,
         desired: &Value,
     ) -> Result<Bytes, ApiError> {
         self.send(
             Method::PATCH,
             &format!("{path}?force=true"),
-            manager,
-            agent,
+            who,
             desired,
             "application/apply-patch+yaml",
         )
@@ -58,15 +48,13 @@ impl Writer {
     pub(super) async fn merge_patch(
         &self,
         path: &str,
-        manager: &str,
-        agent: &str,
+        who: &Caller,
         patch: &Value,
     ) -> Result<Bytes, ApiError> {
         self.send(
             Method::PATCH,
             path,
-            manager,
-            agent,
+            who,
             patch,
             "application/merge-patch+json",
         )
@@ -77,16 +65,14 @@ impl Writer {
         &self,
         method: Method,
         path: &str,
-        manager: &str,
-        agent: &str,
+        who: &Caller,
         body: &Value,
         content_type: &str,
     ) -> Result<Bytes, ApiError> {
         self.send_text(
             method,
             path,
-            manager,
-            agent,
+            who,
             body.to_string().into_bytes(),
             content_type,
         )
@@ -99,19 +85,19 @@ impl Writer {
         &self,
         method: Method,
         path: &str,
-        manager: &str,
-        agent: &str,
+        who: &Caller,
         body: Vec<u8>,
         content_type: &str,
     ) -> Result<Bytes, ApiError> {
         let sep = if path.contains('?') { '&' } else { '?' };
+        who.throttle.wait().await;
         self.client
             .request(
                 method,
-                &format!("{path}{sep}{manager}"),
+                &format!("{path}{sep}{}", who.manager),
                 Some(content_type),
                 body,
-                Some(agent),
+                Some(&who.agent),
             )
             .await
     }
@@ -122,8 +108,7 @@ impl Writer {
         namespace: Option<&str>,
         name: &str,
         mut body: Value,
-        manager: &str,
-        agent: &str,
+        who: &Caller,
     ) -> Result<(), WriteError> {
         let path = resource.object_path(namespace, name);
         if resource.has_status {
@@ -135,8 +120,7 @@ impl Writer {
             self.send(
                 Method::PUT,
                 &format!("{path}/status"),
-                manager,
-                agent,
+                who,
                 &body,
                 "application/json",
             )
@@ -147,7 +131,7 @@ impl Writer {
             if let Some(rv) = body.pointer("/metadata/resourceVersion") {
                 patch["metadata"] = json!({"resourceVersion": rv});
             }
-            self.merge_patch(&path, manager, agent, &patch).await?;
+            self.merge_patch(&path, who, &patch).await?;
         }
         Ok(())
     }
@@ -160,7 +144,7 @@ impl Writer {
         namespace: Option<&str>,
         name: &str,
         o: &DeleteOptions,
-        agent: &str,
+        who: &Caller,
     ) -> Result<bool, WriteError> {
         let propagation = match o.propagation.unwrap_or(Propagation::Background) {
             Propagation::Background => "Background",
@@ -183,6 +167,7 @@ impl Writer {
             options["preconditions"] = Value::Object(pre);
         }
         let path = resource.object_path(namespace, name);
+        who.throttle.wait().await;
         match self
             .client
             .request(
@@ -190,7 +175,7 @@ impl Writer {
                 &path,
                 Some("application/json"),
                 options.to_string().into_bytes(),
-                Some(agent),
+                Some(&who.agent),
             )
             .await
         {
@@ -199,14 +184,6 @@ impl Writer {
             Err(e) => Err(e.into()),
         }
     }
-}
-
-/// The user agent and field-manager query parameter naming a plugin.
-pub(super) fn identity(plugin: &str) -> (String, String) {
-    (
-        format!("windlass/{plugin}"),
-        format!("fieldManager=windlass-{plugin}"),
-    )
 }
 
 /// What the server named a created object, read from its answer without

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::{Applied, Target, WriteError, Writer};
+use super::{Applied, Target, WriteError, WriteLimit, Writer};
 use crate::client::ApiClient;
 use crate::contract::{Delete, DeleteOptions, Manifest, Outcome, Patch, Watch, Write};
 use crate::discovery::Discovery;
@@ -26,7 +26,11 @@ async fn env() -> Env {
     let client = ApiClient::from_kubeconfig_yaml(&server.kubeconfig())
         .await
         .unwrap();
-    let writer = Writer::new(client.clone(), Arc::new(Discovery::new(client.clone())));
+    let writer = Writer::new(
+        client.clone(),
+        Arc::new(Discovery::new(client.clone())),
+        WriteLimit::default(),
+    );
     Env {
         _server: server,
         client,
@@ -173,4 +177,32 @@ async fn a_conflict_mid_batch_stops_the_outcome_there() {
     let names: Vec<String> = stored(&e).await.into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["c0", "c1", "c2", "c3", "c4", "c5", "c6"]);
     assert!(stored(&e).await.iter().all(|(_, n)| n != "never"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_write_limit_holds_its_requests_back_and_drops_none() {
+    let e = env().await;
+    let (qps, burst) = (20.0, 2);
+    // Before the bucket exists: it can have filled no earlier.
+    let started = std::time::Instant::now();
+    e.writer
+        .set_limit("batcher", Some(WriteLimit::new(qps, burst).unwrap()));
+    let n = 12;
+    let (result, applied) = run(&e, (0..n).map(|i| create(&format!("t{i}"))).collect()).await;
+    let elapsed = started.elapsed();
+    result.unwrap();
+    // Every write went out, however long it waited.
+    assert_eq!(applied.requests, n);
+    assert_eq!(stored(&e).await.len(), n);
+    // A lower bound on the time taken, which a slow machine only makes
+    // easier to meet: past the burst, one request per 1/qps.
+    let least = std::time::Duration::from_secs_f64((n - burst as usize) as f64 / qps);
+    assert!(
+        elapsed >= least,
+        "{n} requests in {elapsed:?}, under {least:?}"
+    );
+    let stats = e.writer.throttle_stats();
+    let batcher = stats.iter().find(|t| t.plugin == "batcher").unwrap();
+    assert!(batcher.waited > std::time::Duration::ZERO, "{batcher:?}");
+    assert_eq!(batcher.waits.count(), n as u64);
 }
