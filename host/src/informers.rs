@@ -13,7 +13,7 @@ use crate::contract::Watch;
 use crate::discovery::{Discovery, DiscoveryError};
 use crate::index::SharedIndex;
 use crate::informer::{Informer, InformerConfig, InformerSpec};
-use crate::model::{CacheReader, IndexReader, KeyRef, KindRef, ObjectRef};
+use crate::model::{CacheReader, CachedObject, IndexReader, KeyRef, KindRef, ObjectRef};
 
 /// Starts informers on demand and shares them.
 pub struct Informers {
@@ -127,11 +127,14 @@ impl CacheReader for PluginView {
     }
 
     fn get(&self, r: &ObjectRef) -> Option<Arc<str>> {
+        self.get_object(r).map(|o| o.text().clone())
+    }
+
+    fn get_object(&self, r: &ObjectRef) -> Option<Arc<CachedObject>> {
         let key = KeyRef::new(r.namespace.as_deref(), &r.name);
         let kind = r.kind_ref();
         self.of_kind(&kind)
             .find_map(|i| i.cache().read(|s| s.get(key)))
-            .map(|o| o.text().clone())
     }
 
     fn list(

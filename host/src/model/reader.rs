@@ -9,12 +9,20 @@ use std::sync::Arc;
 
 use windlass_selector::LabelSelector;
 
-use super::{KindRef, ObjectRef};
+use super::{CachedObject, KindRef, ObjectRef};
 
 /// Read access to cached objects, as JSON text, and to a plugin's index.
 pub trait CacheReader: Send + Sync {
     /// One object by reference.
     fn get(&self, object: &ObjectRef) -> Option<Arc<str>>;
+
+    /// One object by reference, with its parsed header (name, owners,
+    /// labels …), when the reader keeps objects that way; `None` means
+    /// "ask [`CacheReader::get`]", not "absent".
+    fn get_object(&self, object: &ObjectRef) -> Option<Arc<CachedObject>> {
+        let _ = object;
+        None
+    }
 
     /// Every object of `kind`, optionally in one namespace, matching `selector`,
     /// ordered by namespace then name.

@@ -464,6 +464,18 @@ impl Writer {
                     applied.requests += 1;
                     return Ok(());
                 }
+                // An apply that names the object and nothing else (a plugin
+                // keeping a child from its prune) is converged when the
+                // cache holds the object and there is no owner reference to
+                // add (none wanted, or a controller already there): decided
+                // from the cached header, without parsing the object.
+                if is_identity(&desired)
+                    && t.live
+                        .get_object(&target)
+                        .is_some_and(|live| owner.is_none() || live.controller().is_some())
+                {
+                    return Ok(());
+                }
                 let live: Option<Value> = t.live.get(&target).map(|l| parse(&l)).transpose()?;
                 match windlass_apply::apply(
                     desired,
@@ -633,6 +645,20 @@ pub(super) struct Caller {
 }
 
 mod requests;
+
+/// Whether `desired` names an object and says nothing else about it.
+fn is_identity(desired: &Value) -> bool {
+    let Some(object) = desired.as_object() else {
+        return false;
+    };
+    object.iter().all(|(k, v)| match k.as_str() {
+        "apiVersion" | "kind" => true,
+        "metadata" => v
+            .as_object()
+            .is_some_and(|m| m.keys().all(|k| k == "name" || k == "namespace")),
+        _ => false,
+    })
+}
 
 use requests::{Created, binding_target, parse};
 
