@@ -107,9 +107,13 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     // Only the fields ranking needs are read from each pod's JSON text.
     let mut live: Vec<PodRank<'_>> = Vec::with_capacity(req.owned.len());
     let mut terminating = 0;
+    // Owned objects that are neither live nor going: ended pods (and
+    // anything not a pod), which a prune deletes.
+    let mut leftover = 0;
     for pod in &req.owned {
         let pod: PodView<'_> = pod.deserialize()?;
         if pod.kind != "Pod" || pod.has_ended() {
+            leftover += 1;
             continue;
         }
         if pod.is_terminating() {
@@ -161,15 +165,23 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
         return Ok(out);
     }
 
-    let mut out = Outcome::new().prune_owned();
-    for p in &live[..keep] {
-        let meta = &p.pod.metadata;
-        out = out.apply(Object::identity(&ObjectRef {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            namespace: meta.namespace.as_deref().map(str::to_owned),
-            name: meta.name.clone().into_owned(),
-        }));
+    // A prune deletes what the outcome does not name, so it names every
+    // pod kept; when nothing is to go (the common case: scaling up, or
+    // steady) there is no prune and no list of the kept, which for a
+    // ReplicaSet of thousands would be thousands of writes per reconcile
+    // (and past the host's limit on one outcome).
+    let mut out = Outcome::new();
+    if leftover > 0 || keep < live.len() {
+        out = out.prune_owned();
+        for p in &live[..keep] {
+            let meta = &p.pod.metadata;
+            out = out.apply(Object::identity(&ObjectRef {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+                namespace: meta.namespace.as_deref().map(str::to_owned),
+                name: meta.name.clone().into_owned(),
+            }));
+        }
     }
     for p in &live[keep..] {
         out = out.event(Event::normal(
