@@ -82,7 +82,8 @@ fn reconcile_prints_the_outcome_for_yaml_input() {
         .collect();
     assert_eq!(applies.len(), 3, "{outcome:#}");
     assert_eq!(applies[0]["metadata"]["generateName"], "web-");
-    assert_eq!(outcome["pruneOwned"], true);
+    // Nothing is to go, so nothing is pruned.
+    assert_eq!(outcome["pruneOwned"], false);
 }
 
 #[test]
