@@ -136,7 +136,14 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
 
     let keep = desired.min(live.len());
     let create = (desired - keep).min(BURST);
-    let failed_create = refused_create(&req, keep, create);
+    // A prune deletes what the outcome does not name, so it names every
+    // pod kept; when nothing is to go (the common case: scaling up, or
+    // steady) there is no prune and no list of the kept, which for a
+    // ReplicaSet of thousands would be thousands of writes per reconcile
+    // (and past the host's limit on one outcome).
+    let prunes = leftover > 0 || keep < live.len();
+    let listed = if prunes { keep } else { 0 };
+    let failed_create = refused_create(&req, listed, create);
     let status = Status {
         replicas: live.len() as i64,
         fully_labeled: live
@@ -165,13 +172,8 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
         return Ok(out);
     }
 
-    // A prune deletes what the outcome does not name, so it names every
-    // pod kept; when nothing is to go (the common case: scaling up, or
-    // steady) there is no prune and no list of the kept, which for a
-    // ReplicaSet of thousands would be thousands of writes per reconcile
-    // (and past the host's limit on one outcome).
     let mut out = Outcome::new();
-    if leftover > 0 || keep < live.len() {
+    if prunes {
         out = out.prune_owned();
         for p in &live[..keep] {
             let meta = &p.pod.metadata;
@@ -217,14 +219,14 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
 }
 
 /// The server's message when the previous attempt failed at one of the
-/// creates this reconcile makes again. Writes go kept pods first
-/// (`0..keep`), then creates, so the failed write's position says which it
-/// was. Conflicts and not-founds are left out: they only mean the cache was
+/// creates this reconcile makes again. Writes go kept pods first (when
+/// listed for a prune, `0..first`), then creates, so the failed write's
+/// position says which it was. Conflicts and not-founds are left out: they only mean the cache was
 /// behind, and the host retries them at once.
-fn refused_create(req: &Request, keep: usize, create: usize) -> Option<&str> {
+fn refused_create(req: &Request, first: usize, create: usize) -> Option<&str> {
     let failure = req.last_failure.as_ref()?;
     let at = failure.write as usize;
-    (!matches!(failure.code, 404 | 409) && (keep..keep + create).contains(&at))
+    (!matches!(failure.code, 404 | 409) && (first..first + create).contains(&at))
         .then_some(failure.message.as_str())
 }
 
