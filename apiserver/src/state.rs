@@ -545,18 +545,17 @@ impl State {
         {
             return true;
         }
-        let refs = |v: &Value| -> Vec<Value> {
+        // Borrowed, not copied: this runs on every write.
+        fn refs(v: &Value) -> &[Value] {
             v["metadata"]["ownerReferences"]
                 .as_array()
-                .cloned()
-                .unwrap_or_default()
-        };
-        let before = old.map(refs).unwrap_or_default();
-        let after = new["metadata"]["ownerReferences"].as_array();
-        if after.map_or(before.is_empty(), |a| *a == before) {
+                .map_or(&[], Vec::as_slice)
+        }
+        let before = old.map_or(&[][..], refs);
+        let after = refs(new);
+        if after == before {
             return false;
         }
-        let after = after.map(Vec::as_slice).unwrap_or_default();
         // A reference removed may be what a foreground deletion waits on.
         let removed = before.iter().any(|b| !after.contains(b));
         removed
