@@ -36,6 +36,7 @@
 //! (`model`, `controller`, `index`, `queue`, `writer`) are the host's own.
 
 pub mod admin;
+mod bucket;
 pub mod cache;
 pub mod client;
 pub mod contract;

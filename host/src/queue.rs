@@ -27,6 +27,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::bucket::Bucket;
+
 /// How retries are spaced.
 #[derive(Debug, Clone, Copy)]
 pub struct RateLimit {
@@ -34,7 +36,7 @@ pub struct RateLimit {
     pub base: Duration,
     /// The most one key ever waits.
     pub max: Duration,
-    /// Retries per second across all keys, on average.
+    /// Retries per second across all keys, on average (0: no limit).
     pub per_second: f64,
     /// Retries allowed in a burst before `per_second` applies.
     pub burst: u32,
@@ -79,9 +81,8 @@ pub struct QueueState<K> {
     seq: u64,
     failures: HashMap<K, u32>,
     limit: RateLimit,
-    /// The token bucket: tokens left as of `bucket_at`.
-    tokens: f64,
-    bucket_at: Option<Instant>,
+    /// Holds retries across all keys to `limit.per_second` and `burst`.
+    bucket: Bucket,
     shut_down: bool,
     adds: u64,
     retries: u64,
@@ -118,8 +119,7 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
             due: HashMap::new(),
             seq: 0,
             failures: HashMap::new(),
-            tokens: f64::from(limit.burst),
-            bucket_at: None,
+            bucket: Bucket::new(limit.per_second, limit.burst),
             limit,
             shut_down: false,
             adds: 0,
@@ -170,7 +170,7 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
         let failures = self.failures.entry(key.clone()).or_insert(0);
         *failures += 1;
         let per_key = self.limit.backoff(*failures);
-        let overall = self.take_token(now);
+        let overall = self.bucket.reserve(now);
         let delay = per_key.max(overall);
         self.add_at(key, now + delay, now);
         delay
@@ -184,22 +184,6 @@ impl<K: Clone + Eq + Hash + Ord> QueueState<K> {
     /// Clears `key`'s failure count (after a success).
     pub fn forget(&mut self, key: &K) {
         self.failures.remove(key);
-    }
-
-    /// The bucket's delay for one more retry now (zero while tokens last).
-    fn take_token(&mut self, now: Instant) -> Duration {
-        let rate = self.limit.per_second.max(f64::MIN_POSITIVE);
-        if let Some(at) = self.bucket_at {
-            let refill = now.saturating_duration_since(at).as_secs_f64() * rate;
-            self.tokens = (self.tokens + refill).min(f64::from(self.limit.burst));
-        }
-        self.bucket_at = Some(now);
-        self.tokens -= 1.0;
-        if self.tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(-self.tokens / rate)
-        }
     }
 
     /// Moves visits due by `now` into the ready queue.

@@ -4,8 +4,8 @@
 //! (QPS and burst) does for one client. A throttled request waits — on a
 //! timer, never holding a thread — and is then sent; it is never dropped.
 //!
-//! [`Bucket`] is the pure core (golang.org/x/time/rate's reservation
-//! arithmetic over explicit instants); [`Throttle`] wraps one in a lock and
+//! The pure core is the host's token bucket (`crate::bucket`, which the
+//! work queue's retry limit uses too); [`Throttle`] wraps one in a lock and
 //! a sleep and counts the time waited; [`Throttles`] holds one per plugin.
 
 use std::collections::HashMap;
@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::bucket::Bucket;
 use crate::histogram::{Histogram, HistogramSnapshot};
 
 /// How fast one plugin may send requests: `qps` tokens a second refill a
@@ -62,51 +63,6 @@ impl Default for WriteLimit {
     }
 }
 
-/// A token bucket over explicit instants. A request reserves a token at
-/// once — into debt if the bucket is empty — and is told how long to wait
-/// for it, so concurrent requests queue up in order of arrival and the
-/// rate holds however many wait: over any window from the bucket's start,
-/// at most `burst + qps × elapsed` requests get through.
-#[derive(Debug, Clone)]
-pub(crate) struct Bucket {
-    limit: WriteLimit,
-    /// May go below zero: tokens already promised to waiting requests.
-    tokens: f64,
-    last: Instant,
-}
-
-impl Bucket {
-    /// A full bucket at `now`.
-    pub(crate) fn new(limit: WriteLimit, now: Instant) -> Self {
-        Self {
-            limit,
-            tokens: f64::from(limit.burst),
-            last: now,
-        }
-    }
-
-    /// Takes one token at `now`; returns how long the request must wait
-    /// before it is sent (zero when a token was there).
-    pub(crate) fn reserve(&mut self, now: Instant) -> Duration {
-        if self.limit.is_unlimited() {
-            return Duration::ZERO;
-        }
-        // Time never runs backwards for the bucket: a caller that read the
-        // clock before another's reservation refills nothing.
-        if now > self.last {
-            let refill = now.duration_since(self.last).as_secs_f64() * self.limit.qps;
-            self.tokens = (self.tokens + refill).min(f64::from(self.limit.burst));
-            self.last = now;
-        }
-        self.tokens -= 1.0;
-        if self.tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(-self.tokens / self.limit.qps)
-        }
-    }
-}
-
 /// One plugin's limit, its bucket and what waiting for it cost.
 #[derive(Debug)]
 pub(crate) struct Throttle {
@@ -122,7 +78,7 @@ impl Throttle {
     fn new(limit: WriteLimit) -> Self {
         Self {
             limit,
-            bucket: Mutex::new(Bucket::new(limit, Instant::now())),
+            bucket: Mutex::new(Bucket::new(limit.qps, limit.burst)),
             waited_nanos: AtomicU64::new(0),
             waits: Histogram::default(),
         }
@@ -229,10 +185,15 @@ mod tests {
         WriteLimit::new(qps, burst).unwrap()
     }
 
+    /// A plugin's bucket (full, so when its clock starts changes nothing).
+    fn bucket(limit: WriteLimit) -> Bucket {
+        Bucket::new(limit.qps, limit.burst)
+    }
+
     #[test]
     fn a_full_bucket_lets_a_burst_through_then_spaces_requests_by_the_rate() {
         let t0 = Instant::now();
-        let mut b = Bucket::new(limit(10.0, 3), t0);
+        let mut b = bucket(limit(10.0, 3));
         for _ in 0..3 {
             assert_eq!(b.reserve(t0), Duration::ZERO);
         }
@@ -244,7 +205,7 @@ mod tests {
     #[test]
     fn tokens_refill_at_the_rate_up_to_the_burst() {
         let t0 = Instant::now();
-        let mut b = Bucket::new(limit(10.0, 2), t0);
+        let mut b = bucket(limit(10.0, 2));
         b.reserve(t0);
         b.reserve(t0);
         // A tenth of a second later one token is back.
@@ -261,7 +222,7 @@ mod tests {
     fn a_clock_read_before_the_last_reservation_refills_nothing() {
         let t0 = Instant::now();
         let later = t0 + Duration::from_millis(100);
-        let mut b = Bucket::new(limit(10.0, 1), t0);
+        let mut b = bucket(limit(10.0, 1));
         assert_eq!(b.reserve(later), Duration::ZERO);
         assert_eq!(b.reserve(t0), Duration::from_millis(100));
     }
@@ -272,7 +233,7 @@ mod tests {
         // ones whose wait ends within the window are bounded.
         let (qps, burst) = (7.0, 4);
         let t0 = Instant::now();
-        let mut b = Bucket::new(limit(qps, burst), t0);
+        let mut b = bucket(limit(qps, burst));
         let mut sent = Vec::new();
         let mut now = t0;
         for i in 0..500u64 {
@@ -294,7 +255,7 @@ mod tests {
     #[test]
     fn unlimited_never_waits_and_limits_are_checked() {
         let t0 = Instant::now();
-        let mut b = Bucket::new(WriteLimit::default(), t0);
+        let mut b = bucket(WriteLimit::default());
         for _ in 0..10_000 {
             assert_eq!(b.reserve(t0), Duration::ZERO);
         }
