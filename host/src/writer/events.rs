@@ -6,6 +6,7 @@
 use std::time::SystemTime;
 
 use http::Method;
+use k8s_openapi::jiff::Timestamp;
 use serde_json::json;
 
 use super::Writer;
@@ -142,28 +143,14 @@ impl Writer {
     }
 }
 
-/// `SystemTime` as an RFC 3339 UTC timestamp with second precision.
+/// `SystemTime` as an RFC 3339 UTC timestamp with second precision (the
+/// `Time` of an Event's timestamps), through the same `jiff` that the
+/// Lease's `MicroTime` uses.
 fn rfc3339(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    Timestamp::try_from(t)
+        .unwrap_or(Timestamp::UNIX_EPOCH)
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 #[cfg(test)]
