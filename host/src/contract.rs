@@ -188,6 +188,13 @@ impl Manifest {
             .chain(self.reads.iter().map(|w| ("reads", w)))
     }
 
+    /// Every kind the manifest names: watched, then only written.
+    pub fn kinds(&self) -> impl Iterator<Item = &KindRef> {
+        self.watches()
+            .map(|(_, w)| &w.kind)
+            .chain(self.writes.iter().map(|g| &g.kind))
+    }
+
     /// May the plugin read this kind through the cache?
     pub fn may_read(&self, api_version: &str, kind: &str) -> bool {
         self.watches()

@@ -116,11 +116,7 @@ pub fn rules(
     let mut unresolved: BTreeMap<KindRef, Vec<String>> = BTreeMap::new();
     let mut found: HashMap<KindRef, ApiResource> = HashMap::new();
     for m in manifests {
-        let kinds = m
-            .watches()
-            .map(|(_, w)| &w.kind)
-            .chain(m.writes.iter().map(|g| &g.kind));
-        for kind in kinds {
+        for kind in m.kinds() {
             match resolve(kind) {
                 Some(r) => {
                     found.insert(kind.clone(), r);
@@ -441,11 +437,7 @@ pub async fn discover(
     let discovery = Discovery::new(client);
     let mut found = HashMap::new();
     for m in manifests {
-        let kinds = m
-            .watches()
-            .map(|(_, w)| &w.kind)
-            .chain(m.writes.iter().map(|g| &g.kind));
-        for kind in kinds {
+        for kind in m.kinds() {
             if builtin(kind).is_some() || found.contains_key(kind) {
                 continue;
             }
