@@ -403,20 +403,7 @@ async fn the_chain_converges_through_cut_connections() {
     })
     .await
     .unwrap();
-    let kubectl = |args: &[&str]| {
-        let out = std::process::Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&direct)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let kubectl = |args: &[&str]| windlass_tests::kubectl_ok(&direct, args, None);
     kubectl(&["apply", "-f", &example("nodes.yaml")]);
     kubectl(&[
         "create",

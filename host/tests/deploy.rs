@@ -488,19 +488,8 @@ async fn the_base_rbac_allows_what_the_host_itself_does() {
     let dir = tempfile::tempdir().unwrap();
     let direct = dir.path().join("direct.kubeconfig");
     std::fs::write(&direct, server.kubeconfig()).unwrap();
-    let kubectl = |args: &[&str]| {
-        let out = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&direct)
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        )
-    };
-    assert!(kubectl(&["create", "namespace", "windlass"]).0);
+    let kubectl = |args: &[&str]| windlass_tests::kubectl_ok(&direct, args, None);
+    kubectl(&["create", "namespace", "windlass"]);
     let recorder = windlass_tests::Recorder::start(server.addr()).await;
     let proxied = dir.path().join("proxied.kubeconfig");
     std::fs::write(
@@ -558,7 +547,7 @@ async fn the_base_rbac_allows_what_the_host_itself_does() {
         recorder.requests().len() > before_release,
         "nothing at release"
     );
-    let (_, holder) = kubectl(&[
+    let holder = kubectl(&[
         "get",
         "lease",
         "windlass",
