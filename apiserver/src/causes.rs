@@ -35,6 +35,11 @@ pub(crate) fn invalid(errs: &mut Causes, path: &str, value: &Value, detail: &str
     ));
 }
 
+/// `Invalid value` with a value Go prints itself (a struct, with `%#v`).
+pub(crate) fn invalid_raw(errs: &mut Causes, path: &str, shown: &str, detail: &str) {
+    errs.push((path.to_owned(), format!("Invalid value: {shown}: {detail}")));
+}
+
 pub(crate) fn duplicate(errs: &mut Causes, path: &str, value: &str) {
     errs.push((path.to_owned(), format!("Duplicate value: {value}")));
 }

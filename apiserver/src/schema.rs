@@ -8,6 +8,8 @@
 //! walks a value beside its schema; the values it walks have passed the
 //! nesting limit (`nesting.rs`), so the walk's depth is bounded.
 
+mod definition;
+mod rules;
 mod values;
 
 use std::collections::HashMap;
@@ -53,7 +55,11 @@ pub(crate) struct KindSchema {
     /// A CRD version's `openAPIV3Schema` as written, for value validation
     /// (built-in kinds have Go's validation instead: `validate.rs`).
     values: Option<Arc<Value>>,
+    /// Its `x-kubernetes-validations`, compiled (`None` when it has none).
+    rules: Option<Arc<rules::Rules>>,
 }
+
+pub(crate) use definition::errors as definition_errors;
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
@@ -104,6 +110,7 @@ pub(crate) fn builtin(group: &str, version: &str, kind: &str) -> Option<KindSche
         schema,
         root,
         values: None,
+        rules: None,
     })
 }
 
@@ -181,6 +188,7 @@ impl Schema {
             schema: Arc::new(s),
             root: r,
             values: Some(Arc::new(root.clone())),
+            rules: rules::Rules::compile(root).map(Arc::new),
         }
     }
 
@@ -258,12 +266,29 @@ impl KindSchema {
     }
 
     /// What the values of `v` break of a CRD schema's value validations
-    /// (`minimum`, `pattern`, `enum`, `required`, ...): one cause each.
-    pub(crate) fn value_errors(&self, v: &Value) -> Vec<(String, String)> {
-        match &self.values {
-            Some(s) => values::errors(s, v),
-            None => vec![],
+    /// (`minimum`, `pattern`, `enum`, `required`, ...) and of its
+    /// `x-kubernetes-validations` rules (`old` is the object an update
+    /// replaces, for transition rules): one cause each.
+    pub(crate) fn value_errors(&self, v: &Value, old: Option<&Value>) -> Vec<(String, String)> {
+        let Some(s) = &self.values else {
+            return vec![];
+        };
+        let mut errs = values::errors(s, v);
+        if let Some(r) = &self.rules {
+            // As kube: rules are not run over values of the wrong type.
+            if errs
+                .iter()
+                .any(|(_, m)| m.contains(" in body must be of type "))
+            {
+                errs.push((
+                    "<nil>".into(),
+                    "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
+                ));
+            } else {
+                errs.extend(r.errors(s, v, old));
+            }
         }
+        errs
     }
 
     /// Paths of the fields `v` may not have, without changing it.

@@ -163,7 +163,7 @@ fn validate_all(req: &Req<'_>, obj: &Value, name: &str, old: Option<&Value>) -> 
     if !req.res.builtin
         && let Some(schema) = req.res.schema(req.version)
     {
-        errs.extend(schema.value_errors(obj));
+        errs.extend(schema.value_errors(obj, old));
     }
     if req.res.group == "certificates.k8s.io" {
         errs.extend(crate::certificates::errors(obj, old));
@@ -172,6 +172,7 @@ fn validate_all(req: &Req<'_>, obj: &Value, name: &str, old: Option<&Value>) -> 
         if let Err(e) = resources::from_crd(obj) {
             errs.extend(e);
         }
+        errs.extend(crate::schema::definition_errors(obj));
         errs.extend(resources::crd_approval_errors(obj, old));
     }
     if errs.is_empty() {
