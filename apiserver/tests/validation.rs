@@ -318,6 +318,200 @@ spec: {replicas: 0, size: huge, name: TOOLONG, tags: [a, b, c]}
     );
 }
 
+const GADGET_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: self.replicas <= self.maxReplicas
+              message: replicas must be at most maxReplicas
+            - rule: self.replicas >= oldSelf.replicas
+              messageExpression: "'replicas may not go below ' + string(oldSelf.replicas)"
+            properties:
+              replicas: {type: integer}
+              maxReplicas: {type: integer}
+              mode:
+                type: string
+                x-kubernetes-validations:
+                - {rule: "self in ['a', 'b']", reason: FieldValueForbidden, message: mode must be a or b}
+              ratio:
+                type: number
+                x-kubernetes-validations: [{rule: "self < 1.0"}]
+"#;
+
+/// `x-kubernetes-validations` through the real kubectl: every failed rule
+/// is one cause of one 422 in kube's words (the node's type as the value,
+/// `reason` as the cause type); a transition rule runs on update only; a
+/// valid object is stored and a refused update keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn custom_resources_are_held_to_their_cel_rules() {
+    let k = Kube::new().await;
+    k.ok_in(&["apply", "-f", "-"], Some(GADGET_CRD));
+    k.eventually("the Gadget kind is served", || {
+        k.exists(&["get", "gadgets"])
+    });
+    let gadget = |spec: &str| {
+        format!("apiVersion: example.com/v1\nkind: Gadget\nmetadata: {{name: g}}\nspec: {spec}\n")
+    };
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(&gadget("{replicas: 5, maxReplicas: 3, mode: c, ratio: 2}")),
+    );
+    assert!(err.contains("The Gadget \"g\" is invalid:"), "{err}");
+    for cause in [
+        "spec: Invalid value: \"object\": replicas must be at most maxReplicas",
+        "spec.mode: Forbidden: mode must be a or b",
+        "spec.ratio: Invalid value: \"number\": failed rule: self < 1.0",
+    ] {
+        assert!(err.contains(cause), "missing {cause:?} in:\n{err}");
+    }
+    assert!(
+        !err.contains("may not go below"),
+        "no oldSelf on create: {err}"
+    );
+    assert!(!k.exists(&["get", "gadget", "g"]));
+    // A field the rule reads but the object lacks, as kube's runtime says it.
+    let err = k.fail(&["apply", "-f", "-"], Some(&gadget("{replicas: 1}")));
+    assert!(
+        err.contains("spec: Invalid value: \"object\": no such key: maxReplicas evaluating rule: replicas must be at most maxReplicas"),
+        "{err}"
+    );
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some(&gadget(
+            "{replicas: 2, maxReplicas: 3, mode: a, ratio: 0.5}",
+        )),
+    );
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(&gadget(
+            "{replicas: 1, maxReplicas: 3, mode: a, ratio: 0.5}",
+        )),
+    );
+    assert!(
+        err.contains("spec: Invalid value: \"object\": replicas may not go below 2"),
+        "{err}"
+    );
+    assert_eq!(
+        k.ok(&["get", "gadget", "g", "-o", "jsonpath={.spec.replicas}"]),
+        "2"
+    );
+    k.ok(&[
+        "patch",
+        "gadget",
+        "g",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":3}}"#,
+    ]);
+}
+
+/// A CRD whose rule does not compile, or that sets `uniqueItems`, is
+/// refused with kube's path and message, and is not served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn crds_with_bad_rules_or_unique_items_are_refused() {
+    let k = Kube::new().await;
+    let bad_rule = GADGET_CRD.replace(
+        "rule: self.replicas <= self.maxReplicas",
+        "rule: self.replicas <=",
+    );
+    let err = k.fail(&["apply", "-f", "-"], Some(&bad_rule));
+    assert!(
+        err.contains("The CustomResourceDefinition \"gadgets.example.com\" is invalid: spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.replicas <=\", Message:\"replicas must be at most maxReplicas\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("compilation failed: ERROR: <input>:1:17: Syntax error: mismatched input '<EOF>' expecting"),
+        "{err}"
+    );
+    let typo = GADGET_CRD.replace("self in ['a', 'b']", "slef in ['a', 'b']");
+    let err = k.fail(&["apply", "-f", "-"], Some(&typo));
+    assert!(
+        err.contains("spec.validation.openAPIV3Schema.properties[spec].properties[mode].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{")
+            && err.contains("compilation failed: ERROR: <input>:1:1: undeclared reference to 'slef' (in container '')"),
+        "{err}"
+    );
+    let unique = GADGET_CRD.replace(
+        "replicas: {type: integer}",
+        "replicas: {type: integer}\n              tags: {type: array, uniqueItems: true, items: {type: string}}",
+    );
+    let err = k.fail(&["apply", "-f", "-"], Some(&unique));
+    assert!(
+        err.contains("spec.validation.openAPIV3Schema.properties[spec].properties[tags].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"),
+        "{err}"
+    );
+    assert!(!k.exists(&["get", "crd", "gadgets.example.com"]));
+}
+
+/// The Status of a failed rule over raw HTTP: each cause typed by the
+/// rule's `reason`, the field the rule's node (or its `fieldPath`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_rules_are_typed_causes() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new())
+        .await
+        .unwrap();
+    let http = Http::new(server.addr());
+    let crd: Value = serde_yaml_ng::from_str(GADGET_CRD).unwrap();
+    let (code, s) = http
+        .post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd,
+        )
+        .await;
+    assert_eq!(code, 201, "{s}");
+    let g = json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"},
+        "spec": {"replicas": 4, "maxReplicas": 3, "mode": "z"}});
+    let (code, s) = http
+        .post("/apis/example.com/v1/namespaces/default/gadgets", &g)
+        .await;
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(
+        s["message"],
+        "Gadget.example.com \"g\" is invalid: [spec: Invalid value: \"object\": replicas must be at most maxReplicas, spec.mode: Forbidden: mode must be a or b]"
+    );
+    let causes: Vec<(&str, &str, &str)> = s["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["reason"].as_str().unwrap(),
+                c["field"].as_str().unwrap(),
+                c["message"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            (
+                "FieldValueInvalid",
+                "spec",
+                "Invalid value: \"object\": replicas must be at most maxReplicas"
+            ),
+            (
+                "FieldValueForbidden",
+                "spec.mode",
+                "Forbidden: mode must be a or b"
+            ),
+        ]
+    );
+}
+
 /// kube-apiserver's own field-validation test body: unknown fields and
 /// repeated ones, at the top of the spec and deep in a container.
 const REPEATED: &str = r#"{
