@@ -9,6 +9,7 @@
 //! nesting limit (`nesting.rs`), so the walk's depth is bounded.
 
 mod definition;
+mod lists;
 mod rules;
 mod values;
 
@@ -274,6 +275,7 @@ impl KindSchema {
             return vec![];
         };
         let mut errs = values::errors(s, v);
+        errs.extend(lists::errors(s, v));
         if let Some(r) = &self.rules {
             // As kube: rules are not run over values of the wrong type.
             if errs

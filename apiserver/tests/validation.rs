@@ -512,6 +512,77 @@ async fn failed_rules_are_typed_causes() {
     );
 }
 
+const SPROCKET_CRD: &str = "
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: sprockets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: sprockets, singular: sprocket, kind: Sprocket}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            oneOf:
+            - required: [url]
+            - required: [path]
+            properties:
+              url: {type: string}
+              path: {type: string}
+              tags: {type: array, x-kubernetes-list-type: set, items: {type: string}}
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items: {type: object, properties: {name: {type: string}, port: {type: integer}}}
+";
+
+/// Set and map lists refuse repeats (`Duplicate value` at the index), and
+/// `oneOf` is enforced, in kube's words, through the real kubectl.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn list_types_and_one_of_are_enforced() {
+    let k = Kube::new().await;
+    k.ok_in(&["apply", "-f", "-"], Some(SPROCKET_CRD));
+    k.eventually("the Sprocket kind is served", || {
+        k.exists(&["get", "sprockets"])
+    });
+    let sprocket = |spec: &str| {
+        format!("apiVersion: example.com/v1\nkind: Sprocket\nmetadata: {{name: s}}\nspec: {spec}\n")
+    };
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(&sprocket(
+            "{url: u, path: p, tags: [a, b, a], ports: [{name: http, port: 80}, {name: http, port: 81}]}",
+        )),
+    );
+    for cause in [
+        "spec.tags[2]: Duplicate value: \"a\"",
+        "spec.ports[1]: Duplicate value: map[string]interface {}{\"name\":\"http\"}",
+        ": Invalid value: \"\": \"spec\" must validate one and only one schema (oneOf). Found 2 valid alternatives",
+    ] {
+        assert!(err.contains(cause), "missing {cause:?} in:\n{err}");
+    }
+    let err = k.fail(&["apply", "-f", "-"], Some(&sprocket("{tags: [a]}")));
+    assert!(
+        err.contains("\"spec\" must validate one and only one schema (oneOf). Found none valid"),
+        "{err}"
+    );
+    assert!(!k.exists(&["get", "sprocket", "s"]));
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some(&sprocket(
+            "{url: u, tags: [a, b], ports: [{name: http, port: 80}]}",
+        )),
+    );
+}
+
 /// kube-apiserver's own field-validation test body: unknown fields and
 /// repeated ones, at the top of the spec and deep in a container.
 const REPEATED: &str = r#"{

@@ -6,8 +6,11 @@
 //! `minProperties`/`maxProperties`. Every problem is one field cause; the
 //! caller refuses the object with one `422` listing them all.
 //!
-//! Not here: `x-kubernetes-validations` (CEL rules; see docs/apiserver.md)
-//! and `uniqueItems` (a structural schema may not set it).
+//! `allOf`/`anyOf`/`oneOf`/`not` too, in kube-openapi's words.
+//!
+//! Not here: `x-kubernetes-validations` (CEL rules: `rules.rs`), list-type
+//! uniqueness (`lists.rs`) and `uniqueItems` (a CRD may not set it:
+//! `definition.rs`).
 
 use serde_json::{Map, Value};
 
@@ -103,6 +106,7 @@ fn node(s: &Value, v: &Value, path: &str, errs: &mut Causes) {
         let values: Vec<&str> = values.iter().map(String::as_str).collect();
         field::not_supported(errs, path, v, &values);
     }
+    composite(s, v, path, errs);
     match v {
         Value::Number(n) => number(s, v, n.as_f64().unwrap_or_default(), path, errs),
         Value::String(text) => string(s, v, text, path, errs),
@@ -110,6 +114,60 @@ fn node(s: &Value, v: &Value, path: &str, errs: &mut Causes) {
         Value::Object(m) => object(s, m, path, errs),
         _ => {}
     }
+}
+
+/// `allOf`, `anyOf`, `oneOf` and `not`, as kube-openapi's validator
+/// reports them: a cause with no field and no value naming the path, plus
+/// the causes of every failed `allOf` entry, or of the failed `anyOf` /
+/// `oneOf` entry that came closest (fewest causes).
+fn composite(s: &Value, v: &Value, path: &str, errs: &mut Causes) {
+    let run = |sub: &Value| {
+        let mut e = Causes::new();
+        node(sub, v, path, &mut e);
+        e
+    };
+    let mut say =
+        |what: String| field::invalid(errs, "", &Value::from(""), &format!("{path:?} {what}"));
+    let closest = |results: Vec<Causes>| {
+        results
+            .into_iter()
+            .filter(|e| !e.is_empty())
+            .min_by_key(Vec::len)
+    };
+    let mut merged = Causes::new();
+    if let Some(all) = s["allOf"].as_array() {
+        let results: Vec<Causes> = all.iter().map(run).collect();
+        let valid = results.iter().filter(|e| e.is_empty()).count();
+        merged.extend(results.into_iter().flatten());
+        if valid != all.len() {
+            let none = if valid == 0 { ". None validated" } else { "" };
+            say(format!("must validate all the schemas (allOf){none}"));
+        }
+    }
+    if let Some(any) = s["anyOf"].as_array().filter(|a| !a.is_empty()) {
+        let results: Vec<Causes> = any.iter().map(run).collect();
+        if results.iter().all(|e| !e.is_empty()) {
+            say("must validate at least one schema (anyOf)".into());
+            merged.extend(closest(results).into_iter().flatten());
+        }
+    }
+    if let Some(one) = s["oneOf"].as_array().filter(|a| !a.is_empty()) {
+        let results: Vec<Causes> = one.iter().map(run).collect();
+        match results.iter().filter(|e| e.is_empty()).count() {
+            1 => {}
+            0 => {
+                say("must validate one and only one schema (oneOf). Found none valid".into());
+                merged.extend(closest(results).into_iter().flatten());
+            }
+            n => say(format!(
+                "must validate one and only one schema (oneOf). Found {n} valid alternatives"
+            )),
+        }
+    }
+    if s["not"].is_object() && run(&s["not"]).is_empty() {
+        say("must not validate the schema (not)".into());
+    }
+    errs.extend(merged);
 }
 
 /// `TypeInvalid`: kube shows the actual type as the value.
@@ -460,6 +518,46 @@ mod tests {
             ]
         );
         assert_eq!(text(json!({})), ["spec: Required value"]);
+    }
+
+    #[test]
+    fn composites_in_kube_openapis_words() {
+        let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": "string"}, "n": {"type": "integer"}},
+            "oneOf": [{"required": ["a"]}, {"required": ["b"]}],
+            "anyOf": [{"properties": {"n": {"minimum": 5}}}, {"required": ["a", "b"]}],
+            "allOf": [{"properties": {"n": {"maximum": 10}}}],
+            "not": {"required": ["n"], "properties": {"n": {"maximum": 0}}}}}});
+        let text = |o: Value| -> Vec<String> {
+            errors(&s, &o)
+                .iter()
+                .map(|(f, m)| format!("{f}: {m}"))
+                .collect()
+        };
+        assert!(text(json!({"spec": {"a": "x", "n": 7}})).is_empty());
+        assert_eq!(
+            text(json!({"spec": {"n": 11}})),
+            [
+                ": Invalid value: \"\": \"spec\" must validate all the schemas (allOf). None validated",
+                ": Invalid value: \"\": \"spec\" must validate one and only one schema (oneOf). Found none valid",
+                "spec.n: Invalid value: 11: spec.n in body should be less than or equal to 10",
+                "spec.a: Required value",
+            ]
+        );
+        assert_eq!(
+            text(json!({"spec": {"a": "x", "b": "y", "n": -1}})),
+            [
+                ": Invalid value: \"\": \"spec\" must validate one and only one schema (oneOf). Found 2 valid alternatives",
+                ": Invalid value: \"\": \"spec\" must not validate the schema (not)",
+            ]
+        );
+        assert_eq!(
+            text(json!({"spec": {"a": "x", "n": 1}})),
+            [
+                ": Invalid value: \"\": \"spec\" must validate at least one schema (anyOf)",
+                "spec.n: Invalid value: 1: spec.n in body should be greater than or equal to 5",
+            ]
+        );
     }
 
     #[test]
