@@ -155,6 +155,17 @@ impl Runtime {
                 .table_keep_resident(TABLE_KEEP_RESIDENT);
         }
         let mut wasm = Config::new();
+        // `WINDLASS_WASM_PROFILER=perfmap` names plugin code in `perf`
+        // (through /tmp/perf-PID.map); `jitdump` for `perf inject`.
+        match std::env::var("WINDLASS_WASM_PROFILER").as_deref() {
+            Ok("perfmap") => {
+                wasm.profiler(wasmtime::ProfilingStrategy::PerfMap);
+            }
+            Ok("jitdump") => {
+                wasm.profiler(wasmtime::ProfilingStrategy::JitDump);
+            }
+            _ => {}
+        }
         wasm.wasm_component_model(true)
             .epoch_interruption(true)
             .max_wasm_stack(1 << 20)
