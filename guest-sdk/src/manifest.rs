@@ -24,7 +24,10 @@ pub struct Watch {
     /// Whether the host files this watch's objects with
     /// [`Controller::index`](crate::Controller::index), for
     /// [`cache::lookup`](crate::cache::lookup) and friends. For an indexed
-    /// `reads` watch, `map` runs only when an object's index entry changes.
+    /// `reads` watch, `map` runs only when an object's index entry changes;
+    /// the children of an indexed `owns` watch are not put in
+    /// [`Request::owned`](crate::Request::owned) (read them through the
+    /// index), though their events still requeue their owner.
     pub indexed: bool,
 }
 

@@ -10,7 +10,10 @@ pub struct Request {
     /// The object as currently cached, or none if it no longer exists.
     pub object: Option<Object>,
     /// The current objects of `owns` kinds whose controller owner reference
-    /// points at `object`.
+    /// points at `object`, except those of an indexed `owns` watch: those
+    /// are read through the index ([`cache::lookup`](crate::cache::lookup),
+    /// [`cache::totals`](crate::cache::totals)), so that a parent of
+    /// thousands of children is not handed all of them on every reconcile.
     pub owned: Vec<Object>,
     /// 0 on a first try; n after n failed attempts in a row.
     pub attempt: u32,

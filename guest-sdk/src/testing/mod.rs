@@ -285,14 +285,19 @@ impl<C: Controller> Harness<C> {
     }
 
     /// The request the host would send for `key` now. Like the host's, its
-    /// objects are JSON text, parsed on first access.
+    /// objects are JSON text, parsed on first access; children of an
+    /// indexed `owns` watch are left to `cache::lookup`, as the host leaves
+    /// them.
     pub fn request(&self, key: &ObjectRef) -> Request {
         let store = self.state.store.borrow();
         let object = store.get(key).map(as_sent);
         let owned = match object.as_ref().and_then(Object::uid) {
             Some(uid) => store
                 .values()
-                .filter(|o| self.state.manifest.is_owned_kind(o.api_version(), o.kind()))
+                .filter(|o| {
+                    (self.state.manifest.owns.iter())
+                        .any(|w| !w.indexed && w.kind.is(o.api_version(), o.kind()))
+                })
                 .filter(|o| o.controller_ref().is_some_and(|r| r.uid == uid))
                 .map(as_sent)
                 .collect(),

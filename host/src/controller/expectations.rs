@@ -24,6 +24,35 @@ pub(super) struct Sighting {
     pub cache_version: Option<u64>,
 }
 
+impl Sighting {
+    /// What one written object's cache entry (its state and version) shows,
+    /// and, when the plugin reads its kind through an index (an indexed
+    /// `owns` watch), the version the index has it filed at (`Some(None)`:
+    /// not filed). The reconcile reads the index, so the object counts as
+    /// the index has it: a create the cache holds but the index has yet to
+    /// file is not seen (and the cache's version, past the create, must
+    /// not stand in for it); a delete the index has yet to file is not
+    /// either.
+    pub fn of(
+        cached: Option<(Cached, u64)>,
+        filed: Option<Option<u64>>,
+        cache_version: Option<u64>,
+    ) -> Sighting {
+        let (cached, cache_version) = match (cached, filed) {
+            (cached, None) => (cached.map_or(Cached::Absent, |(c, _)| c), cache_version),
+            (Some((c, version)), Some(Some(at))) if at == version => (c, cache_version),
+            (Some(_), Some(Some(_))) => (Cached::Present, cache_version),
+            (Some(_), Some(None)) => (Cached::Absent, None),
+            (None, Some(Some(_))) => (Cached::Present, cache_version),
+            (None, Some(None)) => (Cached::Absent, cache_version),
+        };
+        Sighting {
+            cached,
+            cache_version,
+        }
+    }
+}
+
 /// One object as the cache holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Cached {
@@ -138,6 +167,37 @@ impl Expectations {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_indexed_child_is_seen_as_its_index_has_it() {
+        use super::{Cached::*, Sighting};
+        let seen = |cached, filed, version| {
+            let s = Sighting::of(cached, filed, version);
+            (s.cached, s.cache_version)
+        };
+        // Not indexed: as the cache has it.
+        assert_eq!(seen(Some((Present, 5)), None, Some(9)), (Present, Some(9)));
+        assert_eq!(seen(None, None, Some(9)), (Absent, Some(9)));
+        // Filed at the cached version: as the cache has it.
+        assert_eq!(
+            seen(Some((Deleting, 5)), Some(Some(5)), Some(9)),
+            (Deleting, Some(9))
+        );
+        // Cached, not yet filed: not seen, and the cache's version (past
+        // the create) does not count either.
+        assert_eq!(
+            seen(Some((Present, 5)), Some(None), Some(9)),
+            (Absent, None)
+        );
+        // Filed at an older version: it exists.
+        assert_eq!(
+            seen(Some((Deleting, 7)), Some(Some(5)), Some(9)),
+            (Present, Some(9))
+        );
+        // Gone from the cache, still filed: the delete is not seen yet.
+        assert_eq!(seen(None, Some(Some(5)), Some(9)), (Present, Some(9)));
+        assert_eq!(seen(None, Some(None), Some(9)), (Absent, Some(9)));
+    }
+
     use super::*;
 
     const TIMEOUT: Duration = Duration::from_secs(30);

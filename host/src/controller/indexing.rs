@@ -27,6 +27,9 @@ pub(super) struct IndexedWatch {
     pub index: Arc<SharedIndex>,
     /// A `reads` watch: entry changes go through `map`.
     pub reads: bool,
+    /// An `owns` watch: each change, once filed, requeues the child's
+    /// controller owner (so its reconcile reads the index at or past it).
+    pub owns: bool,
 }
 
 /// Keeps one index in step: fills it from the informer's cache once it has
@@ -59,6 +62,11 @@ pub(super) async fn follow(
         };
         if changed && watch.reads {
             super::map_one(&shared, change.object().text().clone()).await;
+        }
+        if watch.owns {
+            for owner in super::keys::owners(&shared.manifest.reconciles.kind, &change) {
+                shared.queue.add(owner);
+            }
         }
     }
 }

@@ -142,6 +142,7 @@ impl Controller {
                 informer: informers.get(watch).await?,
                 index: Arc::new(SharedIndex::new()),
                 reads: role == "reads",
+                owns: role == "owns",
             });
         }
         let indexes = indexed
@@ -175,7 +176,9 @@ impl Controller {
         }));
         subscriptions.push((primary.clone(), id));
 
-        for (_, informer) in &owns {
+        // An indexed `owns` watch requeues owners from its index task, once
+        // the change is filed: the reconcile reads the children there.
+        for ((_, informer), _) in owns.iter().zip(&manifest.owns).filter(|(_, w)| !w.indexed) {
             let kind = manifest.reconciles.kind.clone();
             let queue = shared.queue.clone();
             let id = informer.subscribe(Arc::new(move |change: &Change| {

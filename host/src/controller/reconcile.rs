@@ -141,11 +141,27 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectKey) -> Result<Option<Durat
         }
     };
 
-    let owned = owned_children(shared, object.as_deref());
+    // Children of an indexed `owns` watch are read through the plugin's
+    // index (`cache.lookup`, `totals`), not copied into every request: a
+    // ReplicaSet of 10,000 pods would otherwise get all of them, as JSON
+    // text, on each of its reconciles. The writer still sees them all, when
+    // the outcome prunes.
+    let in_request =
+        |kind: &KindRef| !(shared.manifest.owns.iter()).any(|w| w.indexed && w.kind == *kind);
+    let any_in_request = manifest.owns.iter().any(|w| !w.indexed);
+    let mut owned = if any_in_request {
+        owned_children(shared, object.as_deref())
+    } else {
+        Vec::new()
+    };
     let request = Request {
         key: primary.clone(),
         object: object.as_ref().map(|o| o.text().to_string()),
-        owned: owned.iter().map(|(_, o)| o.text().to_string()).collect(),
+        owned: owned
+            .iter()
+            .filter(|(kind, _)| in_request(kind))
+            .map(|(_, o)| o.text().to_string())
+            .collect(),
         attempt: shared.queue.failures(key),
         now_ms: now_ms(),
         last_failure: lock(&shared.retries).last_failure(key),
@@ -157,6 +173,9 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectKey) -> Result<Option<Durat
         plugin.reconcile_async(request, shared.view()).await?
     };
 
+    if outcome.prune_owned && !any_in_request {
+        owned = owned_children(shared, object.as_deref());
+    }
     let binder = Binder::prepare(shared, &outcome).await;
     let target = Target {
         manifest,
@@ -250,19 +269,25 @@ fn pending_expectation(shared: &Shared, key: &ObjectKey) -> Pending {
             cached: Cached::Absent,
             cache_version: None,
         };
-        for (_, informer) in shared.owns.iter().filter(|(kind, _)| r.is_of(kind)) {
-            informer.cache().read(|s| {
-                if sighting.cached == Cached::Absent
-                    && let Some(o) = s.get(r.key())
-                {
-                    sighting.cached = if o.is_deleting() {
+        for (kind, informer) in shared.owns.iter().filter(|(kind, _)| r.is_of(kind)) {
+            let filed = (shared.indexed.iter())
+                .find(|w| w.owns && w.kind == *kind)
+                .map(|w| w.index.read(|i| i.version_of(&ObjectKey::from(r.key()))));
+            let seen = informer.cache().read(|s| {
+                let cached = s.get(r.key()).map(|o| {
+                    let state = if o.is_deleting() {
                         Cached::Deleting
                     } else {
                         Cached::Present
                     };
-                }
-                sighting.cache_version = sighting.cache_version.max(s.version());
+                    (state, o.resource_version().parse().unwrap_or(0))
+                });
+                Sighting::of(cached, filed, s.version())
             });
+            if sighting.cached == Cached::Absent {
+                sighting.cached = seen.cached;
+            }
+            sighting.cache_version = sighting.cache_version.max(seen.cache_version);
         }
         sighting
     };
