@@ -1,23 +1,69 @@
-//! Which pods to keep when there are too many: upstream's ranking, and when
-//! a ready pod counts as available (`minReadySeconds`).
+//! What the controller keeps of each pod — the index summary it ranks and
+//! counts by — upstream's ranking of which pods to keep when there are
+//! too many, and when a ready pod counts as available (`minReadySeconds`).
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use windlass_sdk::Time;
 
-use crate::view::PodView;
+use crate::view::{Labels, PodView};
 
-/// What the upstream controller ranks pods by.
+/// One pod as the index keeps it: what upstream ranks pods by, and what
+/// the counts need. Short field names: a ReplicaSet's reconcile reads one
+/// of these per pod, so their size is the cost of a reconcile.
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct PodRank<'a> {
-    pub pod: PodView<'a>,
+    #[serde(borrow, rename = "n")]
+    pub name: Cow<'a, str>,
+    #[serde(
+        borrow,
+        rename = "ns",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub namespace: Option<Cow<'a, str>>,
+    #[serde(
+        borrow,
+        rename = "l",
+        default,
+        skip_serializing_if = "Labels::is_empty"
+    )]
+    pub labels: Labels<'a>,
+    /// `Succeeded` or `Failed`: no longer counts.
+    #[serde(rename = "e", default, skip_serializing_if = "is_false")]
+    pub ended: bool,
+    /// Being deleted.
+    #[serde(rename = "t", default, skip_serializing_if = "is_false")]
+    pub terminating: bool,
+    #[serde(rename = "s", default, skip_serializing_if = "is_false")]
     scheduled: bool,
+    #[serde(rename = "p", default)]
     phase: u8,
+    #[serde(rename = "r", default, skip_serializing_if = "is_false")]
     pub ready: bool,
     /// When the pod became ready (`Ready` condition's `lastTransitionTime`).
+    #[serde(
+        borrow,
+        rename = "rs",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub ready_since: Option<Cow<'a, str>>,
+    #[serde(rename = "x", default, skip_serializing_if = "is_zero")]
     restarts: i64,
+    #[serde(borrow, rename = "c", default, skip_serializing_if = "Option::is_none")]
+    created: Option<Cow<'a, str>>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !b
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 impl<'a> PodRank<'a> {
@@ -32,6 +78,8 @@ impl<'a> PodRank<'a> {
             .filter(|_| ready)
             .and_then(|c| c.last_transition_time.take());
         Self {
+            ended: pod.has_ended(),
+            terminating: pod.is_terminating(),
             scheduled: pod.spec.node_name.as_deref().is_some_and(|n| !n.is_empty()),
             phase: match pod.status.phase.as_deref() {
                 Some("Running") => 2,
@@ -46,7 +94,10 @@ impl<'a> PodRank<'a> {
                 .iter()
                 .map(|s| s.restart_count)
                 .sum(),
-            pod,
+            name: pod.metadata.name,
+            namespace: pod.metadata.namespace,
+            labels: pod.metadata.labels,
+            created: pod.metadata.creation_timestamp,
         }
     }
 
@@ -60,13 +111,8 @@ impl<'a> PodRank<'a> {
             .then(b.ready.cmp(&a.ready))
             .then_with(|| older_first(a.ready_since.as_deref(), b.ready_since.as_deref()))
             .then(a.restarts.cmp(&b.restarts))
-            .then_with(|| {
-                older_first(
-                    a.pod.metadata.creation_timestamp.as_deref(),
-                    b.pod.metadata.creation_timestamp.as_deref(),
-                )
-            })
-            .then_with(|| a.pod.metadata.name.cmp(&b.pod.metadata.name))
+            .then_with(|| older_first(a.created.as_deref(), b.created.as_deref()))
+            .then_with(|| a.name.cmp(&b.name))
     }
 
     /// Whether the pod is available at `now`, and if it is ready but not

@@ -156,6 +156,35 @@ fn the_outcome_does_not_grow_with_the_pods_kept() {
     assert!(out.writes.len() <= 1, "{} writes", out.writes.len());
 }
 
+/// The pods reach a reconcile as index summaries (a few dozen bytes each),
+/// not as their JSON in the request: the request of a ReplicaSet with pods
+/// carries none, and the counts still cover them.
+#[test]
+fn pods_are_read_from_the_index_not_the_request() {
+    let text = rs_yaml(3, "{}")
+        + &pod_yaml("web-a", "2026-01-01T00:00:00Z", "Running", true, "")
+        + &pod_yaml("web-b", "2026-01-01T00:00:01Z", "Pending", false, "");
+    let h = H::new().with_objects(&text).unwrap();
+    assert!(h.request(&key()).owned.is_empty());
+    let out = h.reconcile_key(&key()).unwrap();
+    assert_eq!(new_pods(&out).len(), 1);
+    let status = out.writes.iter().find_map(|w| match w {
+        Write::UpdateStatus(o) => Some(o.clone()),
+        _ => None,
+    });
+    let status = status.expect("a status write");
+    let status = status.get("status").unwrap();
+    assert_eq!(status["replicas"], 2);
+    assert_eq!(status["readyReplicas"], 1);
+
+    let pod = h
+        .get(&ObjectRef::new("v1", "Pod", "default", "web-a"))
+        .unwrap();
+    let entry = <ReplicaSetController as windlass_sdk::Controller>::index(&pod).unwrap();
+    assert_eq!(entry.keys, ["rs-uid"]);
+    assert!(entry.summary.len() < 160, "{} bytes", entry.summary.len());
+}
+
 #[test]
 fn scales_down_keeping_ready_pods() {
     let text = rs_yaml(2, "{}")

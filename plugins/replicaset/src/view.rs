@@ -44,6 +44,8 @@ pub(crate) struct RsMeta<'a> {
     pub name: Cow<'a, str>,
     #[serde(borrow, default)]
     pub namespace: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub uid: Cow<'a, str>,
     #[serde(default)]
     pub generation: Option<i64>,
     #[serde(borrow, default)]
@@ -125,8 +127,6 @@ impl RsStatus<'_> {
 #[derive(Deserialize)]
 pub(crate) struct PodView<'a> {
     #[serde(borrow, default)]
-    pub kind: Cow<'a, str>,
-    #[serde(borrow, default)]
     pub metadata: PodMeta<'a>,
     #[serde(borrow, default)]
     pub spec: PodSpec<'a>,
@@ -147,6 +147,19 @@ pub(crate) struct PodMeta<'a> {
     pub deletion_timestamp: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub labels: Labels<'a>,
+    #[serde(borrow, default)]
+    pub owner_references: Vec<OwnerReference<'a>>,
+}
+
+/// An owner reference, as far as finding a pod's controller needs.
+#[derive(Deserialize)]
+pub(crate) struct OwnerReference<'a> {
+    #[serde(borrow, default)]
+    pub kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub uid: Cow<'a, str>,
+    #[serde(default)]
+    pub controller: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -195,6 +208,16 @@ impl PodView<'_> {
     /// Whether the pod is being deleted.
     pub fn is_terminating(&self) -> bool {
         self.metadata.deletion_timestamp.is_some()
+    }
+
+    /// The uid of the ReplicaSet that controls the pod, if one does.
+    pub fn replicaset_uid(&self) -> Option<&str> {
+        let owner = self
+            .metadata
+            .owner_references
+            .iter()
+            .find(|r| r.controller == Some(true))?;
+        (owner.kind == "ReplicaSet").then_some(&*owner.uid)
     }
 }
 
