@@ -27,6 +27,7 @@
 //! deletes them (upstream leaves them to the pod garbage collector, which
 //! windlass does not have).
 
+mod pods;
 mod rank;
 mod status;
 mod view;
@@ -36,11 +37,11 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use windlass_sdk::{
-    Controller, Error, Event, IndexEntry, KindRef, Manifest, Object, ObjectRef, Outcome, Request,
-    Watch, cache,
+    Controller, Error, Event, IndexEntry, Manifest, Object, ObjectRef, Outcome, Request, Watch,
 };
 
-use rank::{Availability, PodRank};
+use pods::Reader;
+use rank::PodRank;
 use status::Status;
 use view::{Labels, PodView, RsStatus, RsTemplate, RsTemplateMeta, RsView};
 
@@ -62,9 +63,10 @@ impl Controller for ReplicaSetController {
         reconcile(req)
     }
 
-    /// Files each pod under its ReplicaSet's uid with the little the
-    /// controller reads of it, so a reconcile reads one short summary per
-    /// pod instead of every pod's JSON.
+    /// Files each pod under its ReplicaSet's uid (and the uid and its
+    /// label set) with counts and the little the controller ranks by, so a
+    /// reconcile reads two sums, or one short summary per pod, instead of
+    /// every pod's JSON (see `pods.rs`).
     fn index(object: &Object) -> Option<IndexEntry> {
         index(object)
     }
@@ -72,15 +74,12 @@ impl Controller for ReplicaSetController {
 
 windlass_sdk::export!(ReplicaSetController);
 
-fn pods() -> KindRef {
-    KindRef::new("v1", "Pod")
-}
-
 fn index(object: &Object) -> Option<IndexEntry> {
     let pod: PodView<'_> = object.deserialize().ok()?;
-    let uid = pod.replicaset_uid()?.to_owned();
-    let summary = serde_json::to_vec(&PodRank::of(pod)).ok()?;
-    Some(IndexEntry::new().key(uid).summary(summary))
+    let owner = pod.replicaset_uid()?.to_owned();
+    let rank = PodRank::of(pod);
+    let summary = serde_json::to_vec(&rank).ok()?;
+    Some(pods::entry(&owner, &rank, summary))
 }
 
 fn reconcile(req: Request) -> Result<Outcome, Error> {
@@ -123,56 +122,33 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     .map_err(Error::permanent)?;
     let min_ready = Duration::from_secs(min_ready as u64);
 
-    // The pods, as the index summarised them (`index`).
-    let summaries = cache::lookup(&pods(), &view.metadata.uid)?;
-    let mut live: Vec<PodRank<'_>> = Vec::with_capacity(summaries.len());
-    let mut terminating = 0;
-    // Owned pods that are neither live nor going: ended ones, which a
-    // prune deletes.
-    let mut leftover = 0;
-    for summary in &summaries {
-        let pod: PodRank<'_> = serde_json::from_slice(summary)?;
-        if pod.ended {
-            leftover += 1;
-            continue;
-        }
-        if pod.terminating {
-            terminating += 1;
-            continue;
-        }
-        live.push(pod);
-    }
-    live.sort_by(PodRank::keep_first);
+    let mut reader = Reader::new();
+    let pods = reader.read(
+        &view.metadata.uid,
+        desired,
+        &template_labels,
+        min_ready,
+        req.now,
+    )?;
+    let live = &pods.live;
 
-    let mut available = 0;
-    let mut next_available: Option<Duration> = None;
-    for p in &live {
-        match p.availability(min_ready, req.now) {
-            Availability::Yes => available += 1,
-            Availability::After(d) => next_available = Some(next_available.map_or(d, |n| n.min(d))),
-            Availability::No => {}
-        }
-    }
-
-    let keep = desired.min(live.len());
+    let keep = desired.min(pods.live_count);
     let create = (desired - keep).min(BURST);
     // A prune deletes what the outcome does not name, so it names every
     // pod kept; when nothing is to go (the common case: scaling up, or
     // steady) there is no prune and no list of the kept, which for a
     // ReplicaSet of thousands would be thousands of writes per reconcile
-    // (and past the host's limit on one outcome).
-    let prunes = leftover > 0 || keep < live.len();
+    // (and past the host's limit on one outcome). (Something to go means
+    // every pod was read and ranked: see `pods.rs`.)
+    let prunes = pods.ended > 0 || keep < pods.live_count;
     let listed = if prunes { keep } else { 0 };
     let failed_create = refused_create(&req, listed, create);
     let status = Status {
-        replicas: live.len() as i64,
-        fully_labeled: live
-            .iter()
-            .filter(|p| has_labels(&p.labels, &template_labels))
-            .count() as i64,
-        ready: live.iter().filter(|p| p.ready).count() as i64,
-        available,
-        terminating,
+        replicas: pods.live_count as i64,
+        fully_labeled: pods.fully_labeled as i64,
+        ready: pods.ready as i64,
+        available: pods.available as i64,
+        terminating: pods.terminating as i64,
         observed_generation: view.metadata.generation.unwrap_or(0),
         failed_create,
     };
@@ -204,7 +180,7 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
             }));
         }
     }
-    for p in &live[keep..] {
+    for p in live.iter().skip(keep) {
         out = out.event(Event::normal(
             "SuccessfulDelete",
             format!("Deleted pod: {}", p.name),
@@ -231,7 +207,7 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     if !status.matches(&current_status) {
         out = out.update_status(status.write_for(&view, &current_status, req.now)?);
     }
-    if let Some(after) = next_available {
+    if let Some(after) = pods.next_available {
         out = out.requeue_after(after);
     }
     Ok(out)
@@ -252,11 +228,6 @@ fn refused_create(req: &Request, first: usize, create: usize) -> Option<&str> {
 /// Upstream's event for a refused create.
 fn failed_create_event(message: &str) -> Event {
     Event::warning("FailedCreate", format!("Error creating: {message}"))
-}
-
-/// Whether the pod carries every template label.
-fn has_labels(pod: &Labels<'_>, template: &Labels<'_>) -> bool {
-    template.iter().all(|(k, v)| pod.get(k) == Some(v))
 }
 
 /// A new pod from `spec.template`, named `<rs-name>-<random>` by the server.

@@ -181,8 +181,41 @@ fn pods_are_read_from_the_index_not_the_request() {
         .get(&ObjectRef::new("v1", "Pod", "default", "web-a"))
         .unwrap();
     let entry = <ReplicaSetController as windlass_sdk::Controller>::index(&pod).unwrap();
-    assert_eq!(entry.keys, ["rs-uid"]);
+    assert_eq!(entry.keys.len(), 2);
+    assert_eq!(entry.keys[0], "rs-uid");
+    assert_eq!(entry.amounts, [1, 1, 0, 0]);
     assert!(entry.summary.len() < 160, "{} bytes", entry.summary.len());
+}
+
+/// `fullyLabeledReplicas` counts pods carrying every template label,
+/// extra labels or not, whether the counts come from the index's sums (all
+/// pods labeled exactly as the template) or from each pod's summary.
+#[test]
+fn fully_labeled_counts_pods_with_every_template_label() {
+    fn pod(name: &str, labels: &str) -> String {
+        pod_yaml(name, "2026-01-01T00:00:00Z", "Running", true, "")
+            .replace("labels: {app: web, tier: front}", labels)
+    }
+    let exact = |name| pod(name, "labels: {app: web, tier: front}");
+    let extra = |name| pod(name, "labels: {app: web, tier: front, canary: \"yes\"}");
+    let missing = |name| pod(name, "labels: {app: web}");
+    for (pods, want) in [
+        (vec![exact("web-a"), exact("web-b")], 2),
+        (vec![exact("web-a"), extra("web-b")], 2),
+        (vec![exact("web-a"), missing("web-b")], 1),
+    ] {
+        let text = rs_yaml(2, "{}") + &pods.concat();
+        let h = H::new().with_objects(&text).unwrap();
+        let out = h.reconcile_key(&key()).unwrap();
+        let status = out.writes.iter().find_map(|w| match w {
+            Write::UpdateStatus(o) => Some(o.clone()),
+            _ => None,
+        });
+        let status = status.expect("a status write");
+        let status = status.get("status").unwrap();
+        assert_eq!(status["replicas"], 2, "{pods:?}");
+        assert_eq!(status["fullyLabeledReplicas"], want, "{pods:?}");
+    }
 }
 
 #[test]
