@@ -324,6 +324,7 @@ async fn patch_object(
     };
     let fv = FieldValidation::parse(&ctx.q, Options::Patch)?;
     if kind == PatchKind::Apply {
+        ctx.warn(intake::apply_patch_repeats(fv, body)?);
         check_applied(ctx, name, &patch)?;
     }
     let (manager, api_version) = (field_manager(&ctx.q, ua), ctx.res.api_version(&ctx.version));

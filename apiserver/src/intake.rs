@@ -102,37 +102,61 @@ pub(crate) fn prune(res: &Resource, version: &str, v: &mut Value) -> Vec<String>
     }
 }
 
+/// The fields a body repeats: a JSON body's by path and place, a YAML
+/// body's in go-yaml's words (`line 9: key "foo" already set in map`).
+#[derive(Debug, Default)]
+pub(crate) struct Repeated {
+    pub json: Vec<(usize, String)>,
+    pub yaml: Vec<String>,
+}
+
 /// A create or update body decoded as `request::decode_body_as` decodes it,
-/// with the fields a JSON body repeats (YAML and protobuf bodies: none).
+/// with the fields it repeats (protobuf bodies: none).
 pub(crate) fn decode(
     ct: &str,
     bytes: &[u8],
     res: &Resource,
     version: &str,
-) -> ApiResult<(Value, Vec<(usize, String)>)> {
+) -> ApiResult<(Value, Repeated)> {
     let mime = ct.split(';').next().unwrap_or("").trim();
     if !(mime.is_empty() || mime == "*/*" || mime.ends_with("json")) {
-        return Ok((
-            crate::request::decode_body_as(ct, bytes, Some((res, version)))?,
-            vec![],
-        ));
+        let value = crate::request::decode_body_as(ct, bytes, Some((res, version)))?;
+        let yaml = if mime.ends_with("yaml") {
+            crate::yaml::duplicates::find(bytes)
+        } else {
+            Vec::new()
+        };
+        return Ok((value, Repeated { json: vec![], yaml }));
     }
     let d = duplicates::decode(bytes).map_err(|e| {
         ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
     })?;
     crate::limits::check_body_depth(&d.value)?;
-    Ok((d.value, d.duplicates))
+    Ok((
+        d.value,
+        Repeated {
+            json: d.duplicates,
+            yaml: vec![],
+        },
+    ))
 }
 
 /// What kube's strict decoder says of a body: `unknown field "a"` for each
 /// pruned field, `duplicate field "b"` for each repeated one (a field both
 /// unknown and repeated is only unknown, as for kube's typed objects), in
 /// the order of the document when both are there.
-pub(crate) fn problems(
-    body: &[u8],
-    unknown: &[String],
-    duplicates: Vec<(usize, String)>,
-) -> Vec<String> {
+pub(crate) fn problems(body: &[u8], unknown: &[String], repeated: Repeated) -> Vec<String> {
+    if !repeated.yaml.is_empty() {
+        // go-yaml's error comes first, as one problem (kube's YAML decoder
+        // fails before the JSON one looks for unknown fields).
+        let mut all = vec![crate::yaml::duplicates::error_text(&repeated.yaml)];
+        all.extend(warnings(unknown));
+        return all;
+    }
+    json_problems(body, unknown, repeated.json)
+}
+
+fn json_problems(body: &[u8], unknown: &[String], duplicates: Vec<(usize, String)>) -> Vec<String> {
     let below_unknown = |p: &str| {
         unknown.iter().any(|u| {
             p.strip_prefix(u.as_str())
@@ -199,7 +223,35 @@ pub(crate) fn body_outcome(
             kind = res.kind,
         )));
     }
-    Ok(problems.to_vec())
+    Ok(problems.iter().flat_map(|p| yaml_warnings(p)).collect())
+}
+
+/// One warning per line of go-yaml's error, as kube's `parseYAMLWarnings`
+/// splits it; any other problem as it is.
+fn yaml_warnings(problem: &str) -> Vec<String> {
+    match problem.strip_prefix("yaml: unmarshal errors:\n") {
+        Some(lines) => lines.lines().map(|l| l.trim().to_owned()).collect(),
+        None => vec![problem.to_owned()],
+    }
+}
+
+/// Repeated keys in an apply patch (YAML, or JSON read as YAML): under
+/// `Strict` kube's 400, under `Warn` a warning each.
+pub(crate) fn apply_patch_repeats(fv: FieldValidation, body: &[u8]) -> ApiResult<Vec<String>> {
+    if fv == FieldValidation::Ignore {
+        return Ok(vec![]);
+    }
+    let found = crate::yaml::duplicates::find(body);
+    if found.is_empty() {
+        return Ok(vec![]);
+    }
+    if fv == FieldValidation::Strict {
+        return Err(ApiError::bad_request(format!(
+            "error strict decoding YAML: error converting YAML to JSON: {}",
+            crate::yaml::duplicates::error_text(&found)
+        )));
+    }
+    Ok(found)
 }
 
 /// The same for a patch: kube refuses a strictly validated patch whose
@@ -322,7 +374,7 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "ConfigMap", "bogus": 1, "metadata": {"name": "x"}});
         let unknown = prune(&cm, "v1", &mut v);
         assert_eq!(unknown, ["bogus"]);
-        let texts = problems(b"", &unknown, vec![]);
+        let texts = problems(b"", &unknown, Repeated::default());
         assert!(v.get("bogus").is_none());
         assert!(
             body_outcome(&cm, "v1", FieldValidation::Ignore, &texts)

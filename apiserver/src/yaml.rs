@@ -14,6 +14,8 @@
 //! soon as the JSON being built passes the limit on a stored object, which
 //! bounds memory and time for any source.
 
+pub(crate) mod duplicates;
+
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 

@@ -698,6 +698,120 @@ async fn repeated_json_fields_in_each_field_validation_mode() {
     );
 }
 
+/// A ConfigMap whose YAML repeats `a` (line 6) and `b` (line 8) and has an
+/// unknown top-level field.
+const REPEATED_YAML: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: NAME
+data:
+  a: one
+  b: two
+  a: three
+  b: four
+bogus: 1
+";
+
+/// Repeated keys of a YAML body, in go-yaml's words with their lines, as
+/// kube reports them: one strict decoding error (before the unknown field)
+/// under `Strict`, a warning per key under `Warn`; and in an apply patch
+/// (the body of kube's own field-validation conformance test has one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_yaml_keys_in_each_field_validation_mode() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new())
+        .await
+        .unwrap();
+    let http = Http::new(server.addr());
+    let path = "/api/v1/namespaces/default/configmaps";
+    let body = |name: &str| bytes::Bytes::from(REPEATED_YAML.replace("NAME", name));
+    let r = http
+        .request(
+            "POST",
+            &format!("{path}?fieldValidation=Strict"),
+            "application/yaml",
+            "",
+            body("strict"),
+        )
+        .await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: \
+         yaml: unmarshal errors:\n  line 8: key \"a\" already set in map\n  \
+         line 9: key \"b\" already set in map, unknown field \"bogus\""
+    );
+    let (code, _) = http.get(&format!("{path}/strict")).await;
+    assert_eq!(code, 404, "a refused body stores nothing");
+    let r = http
+        .request(
+            "POST",
+            &format!("{path}?fieldValidation=Warn"),
+            "application/yaml",
+            "",
+            body("warn"),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(
+        r.warnings(),
+        [
+            "line 8: key \"a\" already set in map",
+            "line 9: key \"b\" already set in map",
+            "unknown field \"bogus\""
+        ]
+    );
+    // The last of a repeated key wins, as the YAML decoder has it.
+    assert_eq!(r.body["data"]["a"], "three");
+    let r = http
+        .request(
+            "POST",
+            &format!("{path}?fieldValidation=Ignore"),
+            "application/yaml",
+            "",
+            body("ignore"),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert!(r.warnings().is_empty(), "{:?}", r.warnings());
+
+    // Server-side apply: refused under Strict, warned under Warn.
+    let apply = |mode: &str| format!("{path}/applied?fieldManager=test&fieldValidation={mode}");
+    let patch = bytes::Bytes::from(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  x: one\n  x: two\n",
+    );
+    let r = http
+        .request(
+            "PATCH",
+            &apply("Strict"),
+            "application/apply-patch+yaml",
+            "",
+            patch.clone(),
+        )
+        .await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("line 7: key \"x\" already set in map"),
+        "{}",
+        r.body
+    );
+    let (code, _) = http.get(&format!("{path}/applied")).await;
+    assert_eq!(code, 404, "a refused apply stores nothing");
+    let r = http
+        .request(
+            "PATCH",
+            &apply("Warn"),
+            "application/apply-patch+yaml",
+            "",
+            patch,
+        )
+        .await;
+    assert!(r.code == 201 || r.code == 200, "{}", r.body);
+    assert_eq!(r.warnings(), ["line 7: key \"x\" already set in map"]);
+}
+
 const HPA_V1: &str = "
 apiVersion: autoscaling/v1
 kind: HorizontalPodAutoscaler
