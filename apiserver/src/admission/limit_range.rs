@@ -3,11 +3,13 @@
 //! defaults it fills into new pods, and the bounds it holds pods and claims
 //! to (`403 Forbidden`, with upstream's `LimitRanger` messages).
 
+use std::cell::OnceCell;
 use std::collections::BTreeSet;
+use std::fmt::Write;
 
 use serde_json::{Map, Value};
 use windlass_selector::resources::{ResourceList, parse_list};
-use windlass_selector::{Quantity, pod_limits, pod_requests};
+use windlass_selector::{PodResources, Quantity};
 
 use super::Causes;
 
@@ -311,27 +313,44 @@ pub(super) fn default_pod(ranges: &[&Range], pod: &mut Value) {
         if requests.is_empty() && limits.is_empty() {
             continue;
         }
-        let mut notes = Vec::new();
+        // `a, b request for container x; c limit for container x; ...`
+        let mut notes = String::new();
+        let mut note = |set: &[&str], what: &str, label: &str, name: &str| {
+            if set.is_empty() {
+                return;
+            }
+            if !notes.is_empty() {
+                notes.push_str("; ");
+            }
+            notes.push_str(&set.join(", "));
+            let _ = write!(notes, " {what} for {label} {name}");
+        };
         for (key, label) in [
             ("containers", "container"),
             ("initContainers", "init container"),
         ] {
-            for c in pod["spec"][key].as_array_mut().into_iter().flatten() {
-                let name = c["name"].as_str().unwrap_or_default().to_owned();
-                let set_limits = fill(c, "limits", limits);
-                let set_requests = fill(c, "requests", requests);
-                if !set_requests.is_empty() {
-                    notes.push(format!(
-                        "{} request for {label} {name}",
-                        set_requests.join(", ")
-                    ));
+            let Some(cs) = pod
+                .get_mut("spec")
+                .and_then(|s| s.get_mut(key))
+                .and_then(Value::as_array_mut)
+            else {
+                continue;
+            };
+            for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                let resources = c
+                    .entry("resources")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if resources.is_null() {
+                    *resources = Value::Object(Map::new());
                 }
-                if !set_limits.is_empty() {
-                    notes.push(format!(
-                        "{} limit for {label} {name}",
-                        set_limits.join(", ")
-                    ));
-                }
+                let Some(resources) = resources.as_object_mut() else {
+                    continue;
+                };
+                let set_limits = fill(resources, "limits", limits);
+                let set_requests = fill(resources, "requests", requests);
+                let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+                note(&set_requests, "request", label, name);
+                note(&set_limits, "limit", label, name);
             }
         }
         if !notes.is_empty() {
@@ -339,30 +358,35 @@ pub(super) fn default_pod(ranges: &[&Range], pod: &mut Value) {
             if !meta.get("annotations").is_some_and(Value::is_object) {
                 meta.insert("annotations".into(), Value::Object(Map::new()));
             }
-            meta["annotations"][ANNOTATION] =
-                Value::String(format!("LimitRanger plugin set: {}", notes.join("; ")));
+            meta["annotations"][ANNOTATION] = Value::String(format!("LimitRanger plugin set: {notes}"));
         }
     }
 }
 
 /// Sets the missing names of `resources.<which>`; returns them, sorted.
-fn fill(c: &mut Value, which: &str, defaults: &Map<String, Value>) -> Vec<String> {
-    if defaults.is_empty() || !c.is_object() {
+fn fill<'a>(
+    resources: &mut Map<String, Value>,
+    which: &str,
+    defaults: &'a Map<String, Value>,
+) -> Vec<&'a str> {
+    if defaults.is_empty() {
         return vec![];
     }
-    if !c["resources"][which].is_object() {
-        c["resources"][which] = Value::Object(Map::new());
+    let target = resources
+        .entry(which)
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
     }
-    let target = c["resources"][which].as_object_mut().expect("made above");
-    let mut set: Vec<String> = defaults
-        .iter()
-        .filter(|(k, _)| !target.contains_key(*k))
-        .map(|(k, _)| k.clone())
-        .collect();
-    for k in &set {
-        target.insert(k.clone(), defaults[k].clone());
+    let target = target.as_object_mut().expect("made above");
+    // The defaults are a sorted map, so the names come out sorted.
+    let mut set = Vec::new();
+    for (k, v) in defaults {
+        if !target.contains_key(k) {
+            target.insert(k.clone(), v.clone());
+            set.push(k.as_str());
+        }
     }
-    set.sort();
     set
 }
 
@@ -522,25 +546,21 @@ fn aggregate(mut messages: Vec<String>) -> Option<String> {
 
 /// The first range a pod breaks, as the reason it is forbidden
 /// (`PodValidateLimitFunc`).
-pub(super) fn pod_violation(ranges: &[&Range], pod: &Value) -> Option<String> {
+pub(super) fn pod_violation(ranges: &[&Range], pod: &PodResources) -> Option<String> {
+    // The pod's totals, worked out only if a `Pod` item asks.
+    let totals = OnceCell::new();
     ranges.iter().find_map(|lr| {
         let mut out = Vec::new();
         for item in &lr.items {
             match item.type_.as_str() {
                 CONTAINER => {
-                    for key in ["containers", "initContainers"] {
-                        for c in pod["spec"][key].as_array().into_iter().flatten() {
-                            let requests =
-                                parse_list(&c["resources"]["requests"]).unwrap_or_default();
-                            let limits = parse_list(&c["resources"]["limits"]).unwrap_or_default();
-                            item_violations(CONTAINER, item, &requests, &limits, &mut out);
-                        }
+                    for c in pod.containers.iter().chain(&pod.init_containers) {
+                        item_violations(CONTAINER, item, &c.requests, &c.limits, &mut out);
                     }
                 }
                 POD => {
-                    let requests = pod_requests(pod).unwrap_or_default();
-                    let limits = pod_limits(pod).unwrap_or_default();
-                    item_violations(POD, item, &requests, &limits, &mut out);
+                    let (requests, limits) = totals.get_or_init(|| (pod.requests(), pod.limits()));
+                    item_violations(POD, item, requests, limits, &mut out);
                 }
                 _ => {}
             }

@@ -7,14 +7,13 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use windlass_selector::Quantity;
 use windlass_selector::quota::{
-    Evaluator, SCOPES, ScopeRequirement, calculate_usage, quota_matches, scope_requirements,
+    Evaluator, SCOPES, ScopeRequirement, calculate_usage, pod_usage, scope_requirements,
 };
 use windlass_selector::resources::{
     self, ResourceList, list_to_json, mask, parse_list, pretty, subtract_non_negative,
-    without_zeros,
 };
+use windlass_selector::{PodResources, QosClass, Quantity};
 
 use super::Causes;
 
@@ -245,6 +244,16 @@ pub(super) struct Quota {
 }
 
 impl Quota {
+    /// This quota with `used` charged (what a charge does not change is shared).
+    pub(super) fn with_used(&self, used: ResourceList) -> Self {
+        Self {
+            name: self.name.clone(),
+            hard: self.hard.clone(),
+            used,
+            scopes: self.scopes.clone(),
+        }
+    }
+
     pub(super) fn of(v: &Value) -> Self {
         Self {
             name: v["metadata"]["name"].as_str().unwrap_or_default().into(),
@@ -255,21 +264,43 @@ impl Quota {
     }
 }
 
-/// Checks a create (`old` none) or update of `obj` against the namespace's
-/// quotas. `Ok` holds, per quota index, the `used` to charge; `Err` the
-/// reason the request is forbidden.
+/// The object being admitted, with what the quota rules read of it that
+/// admission has already worked out: a pod's parsed resources and its QoS
+/// class (asked only by a quota scoped by it).
+pub(super) struct Subject<'a> {
+    pub(super) obj: &'a Value,
+    pub(super) pod: Option<&'a PodResources>,
+    pub(super) qos: &'a dyn Fn() -> QosClass,
+}
+
+impl Subject<'_> {
+    fn usage(&self, ev: &Evaluator) -> Result<ResourceList, String> {
+        match (ev, self.pod) {
+            (Evaluator::Pods, Some(pod)) => Ok(pod_usage(self.obj, pod)),
+            _ => ev
+                .usage(self.obj)
+                .map_err(|e| format!("cannot measure quota usage: {e}")),
+        }
+    }
+}
+
+/// Checks a create (`old` none) or update of `new.obj` against the
+/// namespace's quotas. `Ok` holds, per quota index, the `used` to charge;
+/// `Err` the reason the request is forbidden.
 pub(super) fn check(
     quotas: &[&Quota],
     ev: &Evaluator,
     old: Option<&Value>,
-    obj: &Value,
+    new: &Subject<'_>,
 ) -> Result<Vec<(usize, ResourceList)>, String> {
+    let obj = new.obj;
     if old.is_some_and(|old| !ev.handles_update(old, obj)) {
         return Ok(vec![]);
     }
     let mut interesting = Vec::new();
     for (i, q) in quotas.iter().enumerate() {
-        if !quota_matches(ev, q.hard.keys().map(String::as_str), &q.scopes, obj) {
+        let tracked = q.hard.keys().any(|n| ev.tracks(n));
+        if !tracked || !ev.matches_scopes_given(&q.scopes, obj, new.qos) {
             continue;
         }
         let restricted = ev.matching_resources(q.hard.keys().map(String::as_str));
@@ -289,11 +320,7 @@ pub(super) fn check(
     if interesting.is_empty() {
         return Ok(vec![]);
     }
-    let usage = |o: &Value| {
-        ev.usage(o)
-            .map_err(|e| format!("cannot measure quota usage: {e}"))
-    };
-    let mut delta = usage(obj)?;
+    let mut delta = new.usage(ev)?;
     let negative = resources::negative_names(&delta);
     if !negative.is_empty() {
         return Err(format!(
@@ -302,9 +329,12 @@ pub(super) fn check(
         ));
     }
     if let Some(old) = old {
-        delta = subtract_non_negative(&delta, &usage(old)?);
+        let before = ev
+            .usage(old)
+            .map_err(|e| format!("cannot measure quota usage: {e}"))?;
+        delta = subtract_non_negative(&delta, &before);
     }
-    let delta = without_zeros(&delta);
+    delta.retain(|_, q| !q.is_zero());
     if delta.is_empty() {
         return Ok(vec![]);
     }

@@ -5,6 +5,11 @@ use serde_json::{Value, json};
 
 use super::*;
 
+/// [`pod_violation`] of a pod as admission parses it.
+fn violation(ranges: &[&Range], pod: &Value) -> Option<String> {
+    pod_violation(ranges, &PodResources::of(pod).expect("the test's pod parses"))
+}
+
 fn range(limits: Value) -> Value {
     let mut lr = json!({"metadata": {"name": "lr"}, "spec": {"limits": limits}});
     default_range(&mut lr);
@@ -182,7 +187,7 @@ fn container_bounds_with_upstream_messages() {
     let lr = range(json!([{"type": "Container",
         "max": {"memory": "1Gi"}, "min": {"cpu": "100m"}, "maxLimitRequestRatio": {"cpu": "2"}}]));
     let check = |requests: Value, limits: Value| {
-        pod_violation(
+        violation(
             &[&Range::of(&lr)],
             &pod(json!([container(requests, limits)])),
         )
@@ -239,7 +244,7 @@ fn container_bounds_with_upstream_messages() {
     // range's defaults can lack it.
     let bare = pod(json!([{"name": "c"}]));
     assert_eq!(
-        pod_violation(&[&Range::of(&no_request)], &bare).as_deref(),
+        violation(&[&Range::of(&no_request)], &bare).as_deref(),
         Some("minimum cpu usage per Container is 100m.  No request is specified")
     );
 }
@@ -258,7 +263,7 @@ fn pod_bounds_sum_the_containers() {
         ),
     ]));
     assert_eq!(
-        pod_violation(&[&Range::of(&lr)], &p).as_deref(),
+        violation(&[&Range::of(&lr)], &p).as_deref(),
         Some("maximum cpu usage per Pod is 1, but limit is 1200m")
     );
     let small = pod(json!([container(
@@ -266,7 +271,7 @@ fn pod_bounds_sum_the_containers() {
         json!({"cpu": "500m", "memory": "200Mi"})
     )]));
     assert_eq!(
-        pod_violation(&[&Range::of(&lr)], &small).as_deref(),
+        violation(&[&Range::of(&lr)], &small).as_deref(),
         Some("minimum memory usage per Pod is 100Mi, but request is 50Mi")
     );
 }
@@ -309,7 +314,7 @@ fn the_first_range_broken_is_the_one_reported() {
         json!({"cpu": "800m"})
     )]));
     assert_eq!(
-        pod_violation(&[&Range::of(&a), &Range::of(&b)], &p).as_deref(),
+        violation(&[&Range::of(&a), &Range::of(&b)], &p).as_deref(),
         Some("maximum cpu usage per Container is 500m, but limit is 800m")
     );
 }
