@@ -277,7 +277,12 @@ fn register_crd(st: &mut State, obj: &Value) {
 }
 
 /// Creates an object (POST on a collection).
-pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult<Written> {
+pub(crate) fn create(
+    st: &mut State,
+    req: &Req<'_>,
+    mut obj: Value,
+    early: Option<ApiResult<Review>>,
+) -> ApiResult<Written> {
     check_identity(req, &mut obj)?;
     let mut name = object::name(&obj).to_owned();
     let generate = obj["metadata"]["generateName"]
@@ -306,7 +311,7 @@ pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult
         meta_mut(&mut obj).insert("name".into(), Value::String(name.clone()));
     }
     crate::defaults::apply(&req.res.group, &req.res.plural, &mut obj);
-    let review = admission::mutate(st, req, None, &mut obj)?;
+    let review = admission::mutate(st, req, None, &mut obj, early)?;
     validate_all(req, &review, &obj, &name, None)?;
     check_namespace(st, req, &name)?;
     // Admission names a generated object by its prefix, as upstream does.
@@ -495,7 +500,7 @@ pub(crate) fn commit_update(
 ) -> ApiResult<Written> {
     let name = object::name(&old.value).to_owned();
     crate::defaults::apply(&req.res.group, &req.res.plural, &mut new);
-    let review = admission::mutate(st, req, Some(&old.value), &mut new)?;
+    let review = admission::mutate(st, req, Some(&old.value), &mut new, None)?;
     validate_all(req, &review, &new, &name, Some(&old.value))?;
     if object::is_deleting(&old.value) {
         let before = object::finalizers(&old.value);

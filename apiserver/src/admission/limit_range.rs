@@ -5,7 +5,6 @@
 
 use std::cell::OnceCell;
 use std::collections::BTreeSet;
-use std::fmt::Write;
 
 use serde_json::{Map, Value};
 use windlass_selector::resources::{ResourceList, parse_list};
@@ -51,13 +50,17 @@ fn item(raw: &Value) -> Item {
     }
 }
 
+/// What a range fills into a container's requests or limits: each name,
+/// sorted, with its value as stored (canonical) and parsed.
+type Defaults = Vec<(String, Value, Quantity)>;
+
 /// A stored LimitRange as admission reads it: its items, and the container
 /// defaults they give, ready to insert.
 #[derive(Debug, Clone)]
 pub(super) struct Range {
     items: Vec<Item>,
-    default_requests: Map<String, Value>,
-    default_limits: Map<String, Value>,
+    default_requests: Defaults,
+    default_limits: Defaults,
 }
 
 impl Range {
@@ -68,21 +71,22 @@ impl Range {
             .flatten()
             .map(item)
             .collect();
-        let mut default_requests = Map::new();
-        let mut default_limits = Map::new();
-        let canonical = |l: &ResourceList| {
-            l.iter()
-                .map(|(k, q)| (k.clone(), Value::String(q.to_string())))
-                .collect::<Vec<_>>()
-        };
+        // A later `Container` item's default wins, as upstream's loop does.
+        let mut default_requests = ResourceList::new();
+        let mut default_limits = ResourceList::new();
         for item in items.iter().filter(|i| i.type_ == CONTAINER) {
-            default_requests.extend(canonical(&item.default_request));
-            default_limits.extend(canonical(&item.default));
+            default_requests.extend(item.default_request.clone());
+            default_limits.extend(item.default.clone());
         }
+        let ready = |l: ResourceList| -> Defaults {
+            l.into_iter()
+                .map(|(k, q)| (k, Value::String(q.to_string()), q))
+                .collect()
+        };
         Self {
             items,
-            default_requests,
-            default_limits,
+            default_requests: ready(default_requests),
+            default_limits: ready(default_limits),
         }
     }
 }
@@ -307,27 +311,40 @@ fn bound_errors(at: &str, k: &str, item: &Item, pod: bool, errs: &mut Causes) {
 /// Fills missing container requests and limits from the ranges'
 /// `defaultRequest` and `default` (`PodMutateLimitFunc`), range by range,
 /// recording what was set in the `kubernetes.io/limit-ranger` annotation.
-pub(super) fn default_pod(ranges: &[&Range], pod: &mut Value) {
+/// `parsed` (the pod's resources as read before) gets the same defaults.
+pub(super) fn default_pod(ranges: &[&Range], pod: &mut Value, parsed: &mut PodResources) {
+    const PREFIX: &str = "LimitRanger plugin set: ";
     for lr in ranges {
         let (requests, limits) = (&lr.default_requests, &lr.default_limits);
         if requests.is_empty() && limits.is_empty() {
             continue;
         }
         // `a, b request for container x; c limit for container x; ...`
-        let mut notes = String::new();
+        let mut notes = String::from(PREFIX);
         let mut note = |set: &[&str], what: &str, label: &str, name: &str| {
             if set.is_empty() {
                 return;
             }
-            if !notes.is_empty() {
+            if notes.len() > PREFIX.len() {
                 notes.push_str("; ");
             }
-            notes.push_str(&set.join(", "));
-            let _ = write!(notes, " {what} for {label} {name}");
+            for (i, k) in set.iter().enumerate() {
+                if i > 0 {
+                    notes.push_str(", ");
+                }
+                notes.push_str(k);
+            }
+            for part in [" ", what, " for ", label, " ", name] {
+                notes.push_str(part);
+            }
         };
-        for (key, label) in [
-            ("containers", "container"),
-            ("initContainers", "init container"),
+        for (key, label, containers) in [
+            ("containers", "container", &mut parsed.containers),
+            (
+                "initContainers",
+                "init container",
+                &mut parsed.init_containers,
+            ),
         ] {
             let Some(cs) = pod
                 .get_mut("spec")
@@ -336,7 +353,11 @@ pub(super) fn default_pod(ranges: &[&Range], pod: &mut Value) {
             else {
                 continue;
             };
-            for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+            // `parsed` was read from these very arrays, one entry each.
+            for (c, read) in cs.iter_mut().zip(containers.iter_mut()) {
+                let Some(c) = c.as_object_mut() else {
+                    continue;
+                };
                 let resources = c
                     .entry("resources")
                     .or_insert_with(|| Value::Object(Map::new()));
@@ -346,28 +367,30 @@ pub(super) fn default_pod(ranges: &[&Range], pod: &mut Value) {
                 let Some(resources) = resources.as_object_mut() else {
                     continue;
                 };
-                let set_limits = fill(resources, "limits", limits);
-                let set_requests = fill(resources, "requests", requests);
+                let set_limits = fill(resources, "limits", limits, &mut read.limits);
+                let set_requests = fill(resources, "requests", requests, &mut read.requests);
                 let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
                 note(&set_requests, "request", label, name);
                 note(&set_limits, "limit", label, name);
             }
         }
-        if !notes.is_empty() {
+        if notes.len() > PREFIX.len() {
             let meta = crate::object::meta_mut(pod);
             if !meta.get("annotations").is_some_and(Value::is_object) {
                 meta.insert("annotations".into(), Value::Object(Map::new()));
             }
-            meta["annotations"][ANNOTATION] = Value::String(format!("LimitRanger plugin set: {notes}"));
+            meta["annotations"][ANNOTATION] = Value::String(notes);
         }
     }
 }
 
-/// Sets the missing names of `resources.<which>`; returns them, sorted.
+/// Sets the missing names of `resources.<which>` (and of `parsed`, the
+/// same list read); returns them, sorted.
 fn fill<'a>(
     resources: &mut Map<String, Value>,
     which: &str,
-    defaults: &'a Map<String, Value>,
+    defaults: &'a Defaults,
+    parsed: &mut ResourceList,
 ) -> Vec<&'a str> {
     if defaults.is_empty() {
         return vec![];
@@ -379,11 +402,11 @@ fn fill<'a>(
         *target = Value::Object(Map::new());
     }
     let target = target.as_object_mut().expect("made above");
-    // The defaults are a sorted map, so the names come out sorted.
     let mut set = Vec::new();
-    for (k, v) in defaults {
+    for (k, v, q) in defaults {
         if !target.contains_key(k) {
             target.insert(k.clone(), v.clone());
+            parsed.insert(k.clone(), *q);
             set.push(k.as_str());
         }
     }

@@ -5,10 +5,10 @@
 //! A write passes through here in the order the real server uses:
 //! 1. [`normalize`], with the other defaults: quantities in canonical form,
 //!    pod requests defaulted to limits, limit range items defaulted;
-//! 2. [`mutate`], before validation: new pods get their LimitRange
-//!    defaults, unparsable quantities are a `400`; it returns the
-//!    [`Review`] of the write, which holds a pod's quantities parsed once
-//!    for every later step;
+//! 2. [`mutate`], before validation: unparsable quantities are a `400`,
+//!    new pods get their LimitRange defaults; it returns the [`Review`] of
+//!    the write, which holds a pod's quantities parsed once for every
+//!    later step;
 //! 3. [`validation_errors`], inside validation: the `422`s;
 //! 4. [`validate`], after validation: LimitRange bounds and quota checks,
 //!    a `403` for a violation, else what to charge;
@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use windlass_selector::quota::Evaluator;
-use windlass_selector::resources::list_to_json;
+use windlass_selector::resources::{ResourceList, list_to_json};
 use windlass_selector::{PodResources, QosClass};
 
 use limit_range::Range;
@@ -61,13 +61,18 @@ pub(crate) fn normalize(group: &str, plural: &str, obj: &mut Value) {
 }
 
 /// What admission read of the object being written, kept for the steps
-/// after [`mutate`]: a pod's quantities are parsed once per write, after
-/// its LimitRange defaults, and validation, LimitRange bounds, quota usage
-/// and the pod's QoS class all read them from here.
+/// after [`mutate`]: a pod's quantities are parsed once per write (its
+/// LimitRange defaults are added to them already parsed), and validation,
+/// LimitRange bounds, quota usage and the pod's QoS class all read them
+/// from here.
 #[derive(Debug, Default)]
 pub(crate) struct Review {
     pod: Option<PodResources>,
     qos: OnceCell<QosClass>,
+    /// A new pod's LimitRange verdict and quota usage, when [`early`]
+    /// worked them out before the state lock.
+    bounds: Option<Option<String>>,
+    usage: Option<ResourceList>,
 }
 
 impl Review {
@@ -85,44 +90,104 @@ impl Review {
     }
 }
 
-/// Step 2: LimitRange defaults for a new pod, and the decode check.
+/// The `400` for an object whose quantities do not parse.
+fn undecodable(req: &Req<'_>, why: String) -> ApiError {
+    let kind = &req.res.kind;
+    ApiError::bad_request(format!(
+        "{kind} in version \"{}\" cannot be handled as a {kind}: {why}",
+        req.version
+    ))
+}
+
+/// A pod create's admission, as far as it can go before the state lock:
+/// in a namespace with a LimitRange or a quota, the pod is normalized
+/// (step 1, which the write repeats to no effect), its quantities parsed,
+/// its LimitRange defaults filled in and its bounds checked, and its quota
+/// usage and QoS class worked out, so that under the lock only the quota
+/// check and charge remain ([`mutate`] then hands this back, errors
+/// included, at the point it would have found them). `None`: nothing to do
+/// early (another kind, or an ungoverned namespace).
+///
+/// The LimitRanges are read here, a moment before the pod is stored, as
+/// upstream's LimitRanger reads them from its informer's cache: a range
+/// written meanwhile applies from the next pod. Never a range older than
+/// a write already answered, since they are read from the state itself.
+/// Quota is not read here: its check and charge stay under the lock.
+pub(crate) fn early(
+    shared: &crate::shared::Shared,
+    req: &Req<'_>,
+    obj: &mut Value,
+) -> Option<ApiResult<Review>> {
+    let res = req.res;
+    if !(res.group.is_empty() && res.plural == "pods" && res.namespaced)
+        || req.ns.is_empty()
+        || !obj.is_object()
+    {
+        return None;
+    }
+    let (stored, governed) = {
+        let st = shared.peek();
+        let stored = st.list(LIMIT_RANGES, Some(req.ns));
+        let governed = !stored.is_empty() || !st.list(QUOTAS, Some(req.ns)).is_empty();
+        (stored, governed)
+    };
+    if !governed {
+        return None;
+    }
+    normalize("", "pods", obj);
+    Some(new_pod(req, &stored, obj))
+}
+
+/// Step 2 for a pod being created, and what step 4 reads of it.
+fn new_pod(req: &Req<'_>, stored: &[Arc<Obj>], obj: &mut Value) -> ApiResult<Review> {
+    let mut pod = PodResources::of(obj).map_err(|e| undecodable(req, e.error.to_string()))?;
+    let parsed: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
+    let ranges: Vec<&Range> = parsed.iter().map(|r| r.as_ref()).collect();
+    limit_range::default_pod(&ranges, obj, &mut pod);
+    let review = Review {
+        bounds: Some(limit_range::pod_violation(&ranges, &pod)),
+        usage: Some(windlass_selector::quota::pod_usage(obj, &pod)),
+        qos: OnceCell::from(pod.qos_class()),
+        pod: Some(pod),
+    };
+    Ok(review)
+}
+
+/// Step 2: the decode check, and LimitRange defaults for a new pod.
+/// `early`: what [`early`] did of it before the lock.
 pub(crate) fn mutate(
     st: &State,
     req: &Req<'_>,
     old: Option<&Value>,
     obj: &mut Value,
+    early: Option<ApiResult<Review>>,
 ) -> ApiResult<Review> {
+    if let Some(review) = early {
+        return review;
+    }
     let (group, plural) = (req.res.group.as_str(), req.res.plural.as_str());
     let mut review = Review::default();
     if !group.is_empty() {
         return Ok(review);
     }
-    let undecodable = |why: String| {
-        let kind = &req.res.kind;
-        ApiError::bad_request(format!(
-            "{kind} in version \"{}\" cannot be handled as a {kind}: {why}",
-            req.version
-        ))
-    };
+    let undecodable = |why: String| undecodable(req, why);
     if plural != "pods" {
         return match requirements::undecodable(plural, obj) {
             Some(why) => Err(undecodable(why)),
             None => Ok(review),
         };
     }
+    let mut pod = PodResources::of(obj).map_err(|e| undecodable(e.error.to_string()))?;
     // Pod resources cannot change after creation, so, as upstream, ranges
-    // only default pods being created. Defaults are valid quantities that
-    // only fill gaps, so parsing after them finds the same bad quantity
-    // the decoder would have.
+    // only default pods being created.
     if old.is_none() {
         let stored = st.list(LIMIT_RANGES, Some(req.ns));
         if !stored.is_empty() {
             let parsed: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
             let ranges: Vec<&Range> = parsed.iter().map(|r| r.as_ref()).collect();
-            limit_range::default_pod(&ranges, obj);
+            limit_range::default_pod(&ranges, obj, &mut pod);
         }
     }
-    let pod = PodResources::of(obj).map_err(|e| undecodable(e.error.to_string()))?;
     review.pod = Some(pod);
     Ok(review)
 }
@@ -304,7 +369,11 @@ pub(crate) fn validate(
             "persistentvolumeclaims" => old.is_none_or(|o| o["spec"] != obj["spec"]),
             _ => false,
         };
-    if limited {
+    if let (true, Some(violation)) = (limited, &review.bounds) {
+        if let Some(why) = violation {
+            return Err(forbidden(why.clone()));
+        }
+    } else if limited {
         let stored = st.list(LIMIT_RANGES, Some(req.ns));
         let parsed: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
         let ranges: Vec<&Range> = parsed.iter().map(|r| r.as_ref()).collect();
@@ -340,6 +409,7 @@ pub(crate) fn validate(
     let subject = resource_quota::Subject {
         obj,
         pod: review.pod(),
+        usage: review.usage.as_ref(),
         qos: &|| review.qos_class(obj),
     };
     let charges = resource_quota::check(&quotas, &ev, old, &subject).map_err(forbidden)?;

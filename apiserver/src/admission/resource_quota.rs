@@ -4,6 +4,7 @@
 //! quota and says what to charge (upstream's `checkRequest`, with its
 //! messages).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -270,15 +271,19 @@ impl Quota {
 pub(super) struct Subject<'a> {
     pub(super) obj: &'a Value,
     pub(super) pod: Option<&'a PodResources>,
+    /// The pod's usage, if it was measured already.
+    pub(super) usage: Option<&'a ResourceList>,
     pub(super) qos: &'a dyn Fn() -> QosClass,
 }
 
 impl Subject<'_> {
-    fn usage(&self, ev: &Evaluator) -> Result<ResourceList, String> {
-        match (ev, self.pod) {
-            (Evaluator::Pods, Some(pod)) => Ok(pod_usage(self.obj, pod)),
+    fn usage(&self, ev: &Evaluator) -> Result<Cow<'_, ResourceList>, String> {
+        match (ev, self.usage, self.pod) {
+            (Evaluator::Pods, Some(usage), _) => Ok(Cow::Borrowed(usage)),
+            (Evaluator::Pods, None, Some(pod)) => Ok(Cow::Owned(pod_usage(self.obj, pod))),
             _ => ev
                 .usage(self.obj)
+                .map(Cow::Owned)
                 .map_err(|e| format!("cannot measure quota usage: {e}")),
         }
     }
@@ -332,10 +337,10 @@ pub(super) fn check(
         let before = ev
             .usage(old)
             .map_err(|e| format!("cannot measure quota usage: {e}"))?;
-        delta = subtract_non_negative(&delta, &before);
+        delta = Cow::Owned(subtract_non_negative(&delta, &before));
     }
-    delta.retain(|_, q| !q.is_zero());
-    if delta.is_empty() {
+    // Zeros are no change: they are skipped below.
+    if delta.values().all(Quantity::is_zero) {
         return Ok(vec![]);
     }
     let mut charges = Vec::new();
@@ -347,7 +352,7 @@ pub(super) fn check(
         let mut new_used: Option<ResourceList> = None;
         let mut over: Vec<&str> = Vec::new();
         for (name, hard) in q.hard.iter() {
-            let Some(d) = delta.get(name) else {
+            let Some(d) = delta.get(name).filter(|d| !d.is_zero()) else {
                 continue;
             };
             let used = new_used.get_or_insert_with(|| q.used.clone());
@@ -367,7 +372,7 @@ pub(super) fn check(
                 pretty(&mask(&q.hard, names())),
             ));
         }
-        // The delta has no zeros: a quota it touches always changes.
+        // Zeros were skipped: a quota the delta touches always changes.
         if let Some(new_used) = new_used {
             charges.push((i, new_used));
         }

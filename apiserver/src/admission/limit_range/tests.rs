@@ -5,6 +5,14 @@ use serde_json::{Value, json};
 
 use super::*;
 
+/// [`default_pod`], checking that the defaults it adds to the parsed pod
+/// are what parsing the defaulted pod gives.
+fn defaulted(ranges: &[&Range], pod: &mut Value) {
+    let mut parsed = PodResources::of(pod).expect("the test's pod parses");
+    default_pod(ranges, pod, &mut parsed);
+    assert_eq!(Ok(parsed), PodResources::of(pod));
+}
+
 /// [`pod_violation`] of a pod as admission parses it.
 fn violation(ranges: &[&Range], pod: &Value) -> Option<String> {
     pod_violation(ranges, &PodResources::of(pod).expect("the test's pod parses"))
@@ -147,7 +155,7 @@ fn a_bare_pod_gets_the_defaults_and_the_annotation() {
         {"name": "side", "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}}},
     ]));
     p["spec"]["initContainers"] = json!([{"name": "init"}]);
-    default_pod(&[&Range::of(&lr)], &mut p);
+    defaulted(&[&Range::of(&lr)], &mut p);
     assert_eq!(
         p["spec"]["containers"][0]["resources"],
         json!({"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}})
@@ -169,7 +177,7 @@ fn a_bare_pod_gets_the_defaults_and_the_annotation() {
     // A range without defaults changes nothing.
     let mut q = pod(json!([{"name": "a"}]));
     let before = q.clone();
-    default_pod(
+    defaulted(
         &[&Range::of(&range(
             json!([{"type": "Pod", "max": {"cpu": "1"}}]),
         ))],

@@ -36,6 +36,7 @@ fn admit(
     let subject = Subject {
         obj,
         pod: pod.as_ref(),
+        usage: None,
         qos: &qos,
     };
     check(&refs, ev, old, &subject).map(|charges| {
