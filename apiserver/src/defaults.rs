@@ -11,6 +11,13 @@ use serde_json::{Value, json};
 /// Fills the defaults of the object of resource `group`/`plural`.
 pub(crate) fn apply(group: &str, plural: &str, obj: &mut Value) {
     crate::admission::normalize(group, plural, obj);
+    apply_normalized(group, plural, obj);
+}
+
+/// [`apply`] for an object admission has normalized already (see
+/// `admission::early`): normalizing again would change nothing, but would
+/// parse and print every quantity its LimitRange defaults added.
+pub(crate) fn apply_normalized(group: &str, plural: &str, obj: &mut Value) {
     match (group, plural) {
         ("", "secrets") => set(obj, "type", json!("Opaque")),
         // A PodTemplate's template is at the top level.

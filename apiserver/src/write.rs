@@ -310,7 +310,11 @@ pub(crate) fn create(
         }
         meta_mut(&mut obj).insert("name".into(), Value::String(name.clone()));
     }
-    crate::defaults::apply(&req.res.group, &req.res.plural, &mut obj);
+    if early.is_some() {
+        crate::defaults::apply_normalized(&req.res.group, &req.res.plural, &mut obj);
+    } else {
+        crate::defaults::apply(&req.res.group, &req.res.plural, &mut obj);
+    }
     let review = admission::mutate(st, req, None, &mut obj, early)?;
     validate_all(req, &review, &obj, &name, None)?;
     check_namespace(st, req, &name)?;

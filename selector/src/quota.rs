@@ -449,6 +449,37 @@ impl Evaluator {
     }
 }
 
+/// [`Evaluator::constraints`] for a pod whose resources are parsed
+/// already: when every container sets what `required` names (or the pod
+/// sets pod-level resources), no JSON is read; the message of a failure
+/// still comes from `pod`'s JSON.
+pub fn pod_constraints(
+    required: &[&str],
+    pod: &Value,
+    resources: &PodResources,
+) -> Result<(), String> {
+    if resources.pod_level {
+        return Ok(());
+    }
+    let set = |c: &crate::ContainerResources, r: &str| match r {
+        "cpu" | "requests.cpu" => c.requests.contains_key("cpu"),
+        "memory" | "requests.memory" => c.requests.contains_key("memory"),
+        "limits.cpu" => c.limits.contains_key("cpu"),
+        "limits.memory" => c.limits.contains_key("memory"),
+        _ => true,
+    };
+    let complete = resources
+        .containers
+        .iter()
+        .chain(&resources.init_containers)
+        .all(|c| required.iter().all(|r| set(c, r)));
+    if complete {
+        Ok(())
+    } else {
+        Evaluator::Pods.constraints(required, pod)
+    }
+}
+
 /// A pod that has finished (`Succeeded` or `Failed`) no longer uses compute
 /// quota.
 pub fn is_terminal(pod: &Value) -> bool {

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use windlass_selector::quota::{
-    Evaluator, SCOPES, ScopeRequirement, calculate_usage, pod_usage, scope_requirements,
+    Evaluator, SCOPES, ScopeRequirement, calculate_usage, pod_constraints, pod_usage,
+    scope_requirements,
 };
 use windlass_selector::resources::{
     self, ResourceList, list_to_json, mask, parse_list, pretty, subtract_non_negative,
@@ -304,13 +305,15 @@ pub(super) fn check(
     }
     let mut interesting = Vec::new();
     for (i, q) in quotas.iter().enumerate() {
-        let tracked = q.hard.keys().any(|n| ev.tracks(n));
-        if !tracked || !ev.matches_scopes_given(&q.scopes, obj, new.qos) {
+        let restricted = ev.matching_resources(q.hard.keys().map(String::as_str));
+        if restricted.is_empty() || !ev.matches_scopes_given(&q.scopes, obj, new.qos) {
             continue;
         }
-        let restricted = ev.matching_resources(q.hard.keys().map(String::as_str));
-        ev.constraints(&restricted, obj)
-            .map_err(|m| format!("failed quota: {}: {m}", q.name))?;
+        match (ev, new.pod) {
+            (Evaluator::Pods, Some(pod)) => pod_constraints(&restricted, obj, pod),
+            _ => ev.constraints(&restricted, obj),
+        }
+        .map_err(|m| format!("failed quota: {}: {m}", q.name))?;
         if restricted.iter().any(|r| !q.used.contains_key(*r)) {
             let mut names = restricted.clone();
             names.sort_unstable();
