@@ -215,7 +215,8 @@ pub(crate) fn kind_errors(
             // A template's containers are held to what a pod's are:
             // requests at most limits, known resource names.
             let prefix = &path[..path.len() - "spec".len()];
-            let as_pod = crate::admission::validation_errors("", "pods", &json!({"spec": spec}), None);
+            let as_pod =
+                crate::admission::validation_errors("", "pods", &json!({"spec": spec}), None);
             errs.extend(as_pod.into_iter().map(|(f, m)| (format!("{prefix}{f}"), m)));
         }
     }

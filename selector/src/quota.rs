@@ -36,20 +36,24 @@ const VALIDATION_SET: [&str; 6] = [
     "limits.memory",
 ];
 
-/// The names the pod evaluator tracks, besides prefixed ones.
-const POD_RESOURCES: [&str; 11] = [
-    "count/pods",
-    "cpu",
-    "memory",
-    "ephemeral-storage",
-    "requests.cpu",
-    "requests.memory",
-    "requests.ephemeral-storage",
-    "limits.cpu",
-    "limits.memory",
-    "limits.ephemeral-storage",
-    "pods",
-];
+/// The names the pod evaluator tracks, besides prefixed ones (a `match`:
+/// admission asks this of every hard name of every quota on each create).
+fn is_pod_resource(name: &str) -> bool {
+    matches!(
+        name,
+        "count/pods"
+            | "cpu"
+            | "memory"
+            | "ephemeral-storage"
+            | "requests.cpu"
+            | "requests.memory"
+            | "requests.ephemeral-storage"
+            | "limits.cpu"
+            | "limits.memory"
+            | "limits.ephemeral-storage"
+            | "pods"
+    )
+}
 
 const SERVICE_RESOURCES: [&str; 4] = [
     "count/services",
@@ -231,7 +235,7 @@ impl Evaluator {
     pub fn tracks(&self, name: &str) -> bool {
         match self {
             Self::Pods => {
-                POD_RESOURCES.contains(&name)
+                is_pod_resource(name)
                     || name.starts_with("hugepages-")
                     || name.starts_with("requests.hugepages-")
                     || is_extended_quota_name(name)
@@ -369,9 +373,7 @@ impl Evaluator {
         obj: &Value,
         qos: &dyn Fn() -> QosClass,
     ) -> bool {
-        scopes
-            .iter()
-            .all(|s| self.matches_scope_given(s, obj, qos))
+        scopes.iter().all(|s| self.matches_scope_given(s, obj, qos))
     }
 
     /// Whether an update from `old` to `new` can change what the object

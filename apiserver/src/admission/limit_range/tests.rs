@@ -15,7 +15,10 @@ fn defaulted(ranges: &[&Range], pod: &mut Value) {
 
 /// [`pod_violation`] of a pod as admission parses it.
 fn violation(ranges: &[&Range], pod: &Value) -> Option<String> {
-    pod_violation(ranges, &PodResources::of(pod).expect("the test's pod parses"))
+    pod_violation(
+        ranges,
+        &PodResources::of(pod).expect("the test's pod parses"),
+    )
 }
 
 fn range(limits: Value) -> Value {

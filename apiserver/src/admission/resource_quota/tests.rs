@@ -31,8 +31,12 @@ fn admit(
     let qs: Vec<Quota> = quotas.iter().map(Quota::of).collect();
     let refs: Vec<&Quota> = qs.iter().collect();
     // As admission reads a pod: parsed once, its QoS class from that.
-    let pod = (*ev == Evaluator::Pods).then(|| PodResources::of(obj).expect("the test's pod parses"));
-    let qos = || pod.as_ref().map_or(QosClass::BestEffort, PodResources::qos_class);
+    let pod =
+        (*ev == Evaluator::Pods).then(|| PodResources::of(obj).expect("the test's pod parses"));
+    let qos = || {
+        pod.as_ref()
+            .map_or(QosClass::BestEffort, PodResources::qos_class)
+    };
     let subject = Subject {
         obj,
         pod: pod.as_ref(),
