@@ -125,28 +125,28 @@ pub(crate) fn early(
     {
         return None;
     }
-    let (stored, governed) = {
+    let (stored, quotas) = {
         let st = shared.peek();
         let stored = st.list(LIMIT_RANGES, Some(req.ns));
-        let governed = !stored.is_empty() || !st.list(QUOTAS, Some(req.ns)).is_empty();
-        (stored, governed)
+        (stored, !st.list(QUOTAS, Some(req.ns)).is_empty())
     };
-    if !governed {
+    if stored.is_empty() && !quotas {
         return None;
     }
     normalize("", "pods", obj);
-    Some(new_pod(req, &stored, obj))
+    Some(new_pod(req, &stored, quotas, obj))
 }
 
-/// Step 2 for a pod being created, and what step 4 reads of it.
-fn new_pod(req: &Req<'_>, stored: &[Arc<Obj>], obj: &mut Value) -> ApiResult<Review> {
+/// Step 2 for a pod being created, and what step 4 reads of it: its
+/// LimitRange verdict, and its usage if the namespace had `quotas`.
+fn new_pod(req: &Req<'_>, stored: &[Arc<Obj>], quotas: bool, obj: &mut Value) -> ApiResult<Review> {
     let mut pod = PodResources::of(obj).map_err(|e| undecodable(req, e.error.to_string()))?;
     let parsed: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
     let ranges: Vec<&Range> = parsed.iter().map(|r| r.as_ref()).collect();
     limit_range::default_pod(&ranges, obj, &mut pod);
     let review = Review {
         bounds: Some(limit_range::pod_violation(&ranges, &pod)),
-        usage: Some(windlass_selector::quota::pod_usage(obj, &pod)),
+        usage: quotas.then(|| windlass_selector::quota::pod_usage(obj, &pod)),
         qos: OnceCell::from(pod.qos_class()),
         pod: Some(pod),
     };

@@ -359,7 +359,11 @@ pub(super) fn check(
                 continue;
             };
             let used = new_used.get_or_insert_with(|| q.used.clone());
-            let u = used.entry(name.clone()).or_insert(Quantity::ZERO);
+            // (A name is copied only if `used` lacks it.)
+            let u = match used.get_mut(name) {
+                Some(u) => u,
+                None => used.entry(name.clone()).or_insert(Quantity::ZERO),
+            };
             u.add(d);
             if *u > *hard {
                 over.push(name);
