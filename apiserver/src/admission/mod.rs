@@ -537,6 +537,39 @@ mod tests {
         assert_eq!(st.rv, rv, "nothing to write");
     }
 
+    /// A pod's quantities are parsed once, in `mutate`: one that does not
+    /// parse, or a list that is not a map, is the decoder's `400`, and a
+    /// good pod's parsed resources are what validation and quota read.
+    #[test]
+    fn a_pod_is_parsed_once_and_a_bad_list_is_a_400() {
+        let st = state();
+        let res = st.registry.lookup("", "v1", "pods").unwrap().clone();
+        let req = Req {
+            res: &res,
+            ns: "a",
+            version: "v1",
+            dry_run: false,
+        };
+        for bad in [json!({"cpu": "x"}), json!("1")] {
+            let mut p = pod("p", "1");
+            p["spec"]["containers"][0]["resources"]["requests"] = bad;
+            let err = mutate(&st, &req, None, &mut p, None).unwrap_err();
+            let shown = format!("{err:?}");
+            assert!(
+                shown.contains(
+                    "Pod in version \\\"v1\\\" cannot be handled as a Pod: quantities must match"
+                ),
+                "{shown}"
+            );
+        }
+        let mut p = pod("p", "250m");
+        let review = mutate(&st, &req, None, &mut p, None).unwrap();
+        let parsed = review.pod().expect("a pod is parsed");
+        assert_eq!(parsed.containers[0].requests["cpu"].to_string(), "250m");
+        // cpu alone, no memory: Burstable.
+        assert_eq!(review.qos_class(&p), QosClass::Burstable);
+    }
+
     /// Charges left in memory count for the next admission and are written
     /// once, with all of them, by a flush.
     #[test]
