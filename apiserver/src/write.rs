@@ -276,7 +276,8 @@ fn register_crd(st: &mut State, obj: &Value) {
     }
 }
 
-/// Creates an object (POST on a collection).
+/// Creates an object (POST on a collection). `early`: what
+/// `admission::early` did before the state lock was taken, if anything.
 pub(crate) fn create(
     st: &mut State,
     req: &Req<'_>,

@@ -263,13 +263,14 @@ impl Evaluator {
         let mut out = ResourceList::new();
         match self {
             Self::Pods => {
-                // The object count counts every stored pod; the rest only
-                // pods that have not finished.
-                if is_terminal(obj) {
-                    out.insert("count/pods".into(), one);
-                    return Ok(out);
-                }
-                return Ok(pod_usage(obj, &PodResources::of(obj)?));
+                // A finished pod counts in `count/pods` alone, whatever
+                // its quantities: they are not read.
+                let resources = if is_terminal(obj) {
+                    PodResources::default()
+                } else {
+                    PodResources::of(obj)?
+                };
+                return Ok(pod_usage(obj, &resources));
             }
             Self::Services => {
                 let ports = obj["spec"]["ports"].as_array().map_or(0, Vec::len);
