@@ -4,7 +4,9 @@
 //! ResourceQuotas against the same without), and the time from starting a
 //! server (the library, and the `windlass apiserver` binary) to its first
 //! answer, printed as tables (`cargo bench -p windlass-apiserver --bench
-//! apiserver`; `-- --governance` or `-- --startup` for one table alone).
+//! apiserver`; `-- --governance` or `-- --startup` for one table alone;
+//! `-- --governance --only <namespace>` creates pods in one governance
+//! namespace only, for a profiler).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -346,6 +348,18 @@ async fn governance(n: u64) {
     // Pod creates with and without governance, alternated so that all
     // see the same noise.
     governance_namespaces(addr).await;
+    if let Some(ns) = only() {
+        // For a profiler: one namespace's creates, so that two runs'
+        // instruction counts differ by that namespace's admission alone.
+        let secs = create_pods(addr, &ns, "p", n, 8).await;
+        row(
+            &format!("pod creates/s in {ns} alone (8 clients)"),
+            &[format!("{:.0}", n as f64 / secs), "-".into()],
+            "-",
+        );
+        server.shutdown().await;
+        return;
+    }
     let mut secs = [0.0; 5];
     let namespaces = ["plain", "notes", "charged", "lronly", "qonly"];
     for round in 0..2 {
@@ -379,6 +393,13 @@ async fn governance(n: u64) {
         );
     }
     server.shutdown().await;
+}
+
+/// `--only <namespace>`: the governance namespace to profile alone.
+fn only() -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|a| a == "--only")?;
+    args.get(at + 1).cloned()
 }
 
 /// How many starts each startup figure is the median of.

@@ -11,6 +11,13 @@ use serde_json::{Value, json};
 /// Fills the defaults of the object of resource `group`/`plural`.
 pub(crate) fn apply(group: &str, plural: &str, obj: &mut Value) {
     crate::admission::normalize(group, plural, obj);
+    apply_normalized(group, plural, obj);
+}
+
+/// [`apply`] for an object admission has normalized already (see
+/// `admission::early`): normalizing again would change nothing, but would
+/// parse and print every quantity its LimitRange defaults added.
+pub(crate) fn apply_normalized(group: &str, plural: &str, obj: &mut Value) {
     match (group, plural) {
         ("", "secrets") => set(obj, "type", json!("Opaque")),
         // A PodTemplate's template is at the top level.
@@ -217,18 +224,19 @@ fn container(c: &mut Value) {
             }
         }
     }
-    // Requests default to the limits given.
-    if let Some(limits) = c["resources"]
-        .get("limits")
-        .and_then(Value::as_object)
-        .cloned()
-    {
+    // Requests default to the limits given (copying only those missing:
+    // for a pod, admission's normalization did this already).
+    if let Some(limits) = c["resources"].get("limits").and_then(Value::as_object) {
+        let requests = c["resources"].get("requests").and_then(Value::as_object);
+        let missing: Vec<(String, Value)> = limits
+            .iter()
+            .filter(|(k, _)| !requests.is_some_and(|r| r.contains_key(*k)))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let resources = &mut c["resources"];
         set(resources, "requests", json!({}));
         if let Some(requests) = resources.get_mut("requests").and_then(Value::as_object_mut) {
-            for (k, v) in limits {
-                requests.entry(k).or_insert(v);
-            }
+            requests.extend(missing);
         }
     }
 }

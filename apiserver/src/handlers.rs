@@ -142,9 +142,11 @@ async fn serve(
                     &ctx.res.api_version(&ctx.version),
                 );
             }
+            // Admission's work that needs no lock is done before it.
+            let early = crate::admission::early(&ctx.shared, &ctx.req(), &mut obj);
             let (w, pending) = {
                 let mut st = ctx.shared.lock_for_create();
-                let w = write::create(&mut st, &ctx.req(), obj);
+                let w = write::create(&mut st, &ctx.req(), obj, early);
                 (w, crate::admission::Charges::pending(&st))
             };
             ctx.shared.schedule_charge_flush(pending);

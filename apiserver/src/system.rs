@@ -197,7 +197,7 @@ fn upsert(st: &mut State, key: &str, ns: &str, obj: Value, update: bool) {
         dry_run: false,
     };
     let result = match st.get(key, ns, &name) {
-        None => write::create(st, &req, obj.clone()).and_then(|w| {
+        None => write::create(st, &req, obj.clone(), None).and_then(|w| {
             // `create` leaves out a status the client sends; these have one.
             match obj.get("status") {
                 Some(status) => {

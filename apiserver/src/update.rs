@@ -49,7 +49,7 @@ where
             (Next::Update(v), Some(old)) => {
                 Ok((write::commit_update(&mut st, &req, &old, v)?, 200))
             }
-            (Next::Create(v), None) => Ok((write::create(&mut st, &req, v)?, 201)),
+            (Next::Create(v), None) => Ok((write::create(&mut st, &req, v, None)?, 201)),
             (Next::Update(_), None) => Err(ApiError::not_found(ctx.target(name))),
             (Next::Create(_), Some(_)) => Err(ApiError::internal(
                 "an update was computed as a create of an object that exists",

@@ -198,9 +198,15 @@ fn pod_spec_path(group: &str, plural: &str) -> Option<&'static [&'static str]> {
 
 /// Per-kind checks for the built-ins, in kube's words: pod specs (of pods
 /// and of every template), Services, workloads' selectors and replicas,
-/// ConfigMap and Secret data.
-pub(crate) fn kind_errors(group: &str, plural: &str, obj: &Value) -> Vec<(String, String)> {
-    let mut errs = crate::admission::validation_errors(group, plural, obj);
+/// ConfigMap and Secret data. `pod`: a pod's resources as admission
+/// parsed them, if it has.
+pub(crate) fn kind_errors(
+    group: &str,
+    plural: &str,
+    obj: &Value,
+    pod: Option<&windlass_selector::PodResources>,
+) -> Vec<(String, String)> {
+    let mut errs = crate::admission::validation_errors(group, plural, obj, pod);
     if let Some(at) = pod_spec_path(group, plural) {
         let spec = at.iter().fold(obj, |v, k| &v[*k]);
         let path = at.join(".");
@@ -209,7 +215,8 @@ pub(crate) fn kind_errors(group: &str, plural: &str, obj: &Value) -> Vec<(String
             // A template's containers are held to what a pod's are:
             // requests at most limits, known resource names.
             let prefix = &path[..path.len() - "spec".len()];
-            let as_pod = crate::admission::validation_errors("", "pods", &json!({"spec": spec}));
+            let as_pod =
+                crate::admission::validation_errors("", "pods", &json!({"spec": spec}), None);
             errs.extend(as_pod.into_iter().map(|(f, m)| (format!("{prefix}{f}"), m)));
         }
     }
@@ -414,9 +421,9 @@ mod tests {
     fn deployment_selector_must_match() {
         let d = json!({"spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata": {"labels": {"app": "b"}},
             "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
-        assert_eq!(kind_errors("apps", "deployments", &d).len(), 1);
+        assert_eq!(kind_errors("apps", "deployments", &d, None).len(), 1);
         assert_eq!(
-            kind_errors("", "pods", &json!({"spec": {}}))[0].0,
+            kind_errors("", "pods", &json!({"spec": {}}), None)[0].0,
             "spec.containers"
         );
     }
@@ -427,7 +434,7 @@ mod tests {
             "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{
                 "name": "c", "image": "i", "ports": [{"containerPort": 70000, "protocol": "TCP"}],
                 "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]}}}});
-        let e = kind_errors("apps", "deployments", &d);
+        let e = kind_errors("apps", "deployments", &d, None);
         assert_eq!(
             e,
             [
@@ -444,7 +451,7 @@ mod tests {
         let cj =
             json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}}}});
         assert_eq!(
-            kind_errors("batch", "cronjobs", &cj)[0].0,
+            kind_errors("batch", "cronjobs", &cj, None)[0].0,
             "spec.jobTemplate.spec.template.spec.containers"
         );
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::admission;
+use crate::admission::{self, Review};
 use crate::object::{self, meta_mut};
 use crate::resources;
 use crate::scope::Req;
@@ -146,12 +146,23 @@ pub(crate) fn check_identity(req: &Req<'_>, body: &mut Value) -> ApiResult<()> {
 }
 
 /// `old` is the stored object an update replaces (`None` on create).
-fn validate_all(req: &Req<'_>, obj: &Value, name: &str, old: Option<&Value>) -> ApiResult<()> {
+fn validate_all(
+    req: &Req<'_>,
+    review: &Review,
+    obj: &Value,
+    name: &str,
+    old: Option<&Value>,
+) -> ApiResult<()> {
     crate::limits::check_stored(&req.res.kind, req.target(name), obj)?;
     let mut errs =
         validate::name_errors_for(name, validate::name_rule(&req.res.group, &req.res.plural));
     errs.extend(validate::metadata_errors(obj));
-    errs.extend(validate::kind_errors(&req.res.group, &req.res.plural, obj));
+    errs.extend(validate::kind_errors(
+        &req.res.group,
+        &req.res.plural,
+        obj,
+        review.pod(),
+    ));
     if let Some(old) = old {
         errs.extend(validate::update_errors(
             &req.res.group,
@@ -205,12 +216,12 @@ fn check_namespace(st: &State, req: &Req<'_>, name: &str) -> ApiResult<()> {
 
 /// Status handling and server-set fields on create (defaults of the
 /// spec are `defaults::apply`).
-fn prepare_create(req: &Req<'_>, obj: &mut Value) {
+fn prepare_create(req: &Req<'_>, review: &Review, obj: &mut Value) {
     let (g, p) = (req.res.group.as_str(), req.res.plural.as_str());
     if req.res.status {
         match (g, p) {
             ("", "pods") => {
-                let qos = windlass_selector::qos_class(obj).as_str();
+                let qos = review.qos_class(obj).as_str();
                 obj["status"] = json!({"phase": "Pending", "qosClass": qos});
             }
             ("", "namespaces") => obj["status"] = json!({"phase": "Active"}),
@@ -266,8 +277,14 @@ fn register_crd(st: &mut State, obj: &Value) {
     }
 }
 
-/// Creates an object (POST on a collection).
-pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult<Written> {
+/// Creates an object (POST on a collection). `early`: what
+/// `admission::early` did before the state lock was taken, if anything.
+pub(crate) fn create(
+    st: &mut State,
+    req: &Req<'_>,
+    mut obj: Value,
+    early: Option<ApiResult<Review>>,
+) -> ApiResult<Written> {
     check_identity(req, &mut obj)?;
     let mut name = object::name(&obj).to_owned();
     let generate = obj["metadata"]["generateName"]
@@ -295,9 +312,13 @@ pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult
         }
         meta_mut(&mut obj).insert("name".into(), Value::String(name.clone()));
     }
-    crate::defaults::apply(&req.res.group, &req.res.plural, &mut obj);
-    admission::mutate(st, req, None, &mut obj)?;
-    validate_all(req, &obj, &name, None)?;
+    if early.is_some() {
+        crate::defaults::apply_normalized(&req.res.group, &req.res.plural, &mut obj);
+    } else {
+        crate::defaults::apply(&req.res.group, &req.res.plural, &mut obj);
+    }
+    let review = admission::mutate(st, req, None, &mut obj, early)?;
+    validate_all(req, &review, &obj, &name, None)?;
     check_namespace(st, req, &name)?;
     // Admission names a generated object by its prefix, as upstream does.
     let shown = if generate.is_empty() {
@@ -305,7 +326,7 @@ pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult
     } else {
         &generate
     };
-    let admitted = admission::validate(st, req, None, &obj, shown)?;
+    let admitted = admission::validate(st, req, &review, None, &obj, shown)?;
     if st.get(&req.res.key(), req.ns, &name).is_some() {
         return Err(ApiError::already_exists(req.target(&name)));
     }
@@ -327,7 +348,7 @@ pub(crate) fn create(st: &mut State, req: &Req<'_>, mut obj: Value) -> ApiResult
             meta.remove("generation");
         }
     }
-    prepare_create(req, &mut obj);
+    prepare_create(req, &review, &mut obj);
     if req.dry_run {
         return Ok(Written {
             obj: Arc::new(Obj::new(st.rv, obj)),
@@ -485,8 +506,8 @@ pub(crate) fn commit_update(
 ) -> ApiResult<Written> {
     let name = object::name(&old.value).to_owned();
     crate::defaults::apply(&req.res.group, &req.res.plural, &mut new);
-    admission::mutate(st, req, Some(&old.value), &mut new)?;
-    validate_all(req, &new, &name, Some(&old.value))?;
+    let review = admission::mutate(st, req, Some(&old.value), &mut new, None)?;
+    validate_all(req, &review, &new, &name, Some(&old.value))?;
     if object::is_deleting(&old.value) {
         let before = object::finalizers(&old.value);
         let mut added: Vec<String> = object::finalizers(&new)
@@ -511,7 +532,7 @@ pub(crate) fn commit_update(
             ));
         }
     }
-    let admitted = admission::validate(st, req, Some(&old.value), &new, &name)?;
+    let admitted = admission::validate(st, req, &review, Some(&old.value), &new, &name)?;
     if req.res.has_generation() {
         let generation = old.value["metadata"]["generation"].as_i64().unwrap_or(1);
         let bump = object::spec_part(&old.value) != object::spec_part(&new);

@@ -23,7 +23,10 @@ pub mod resources;
 
 pub use field::{FieldRequirement, FieldSelector};
 pub use label::{LabelSelector, Operator, Requirement};
-pub use pod_resources::{QosClass, has_pod_level_resources, pod_limits, pod_requests, qos_class};
+pub use pod_resources::{
+    ContainerResources, PodResources, QosClass, has_pod_level_resources, pod_limits, pod_requests,
+    qos_class,
+};
 pub use quantity::{Format, Quantity, QuantityError};
 
 /// A selector string that does not parse, with the reason.

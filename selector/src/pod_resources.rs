@@ -34,13 +34,205 @@ impl QosClass {
     }
 }
 
-/// `spec.containers` and `spec.initContainers` of a pod (or a pod spec).
-fn containers<'a>(spec: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
-    spec[key].as_array().into_iter().flatten()
+/// One container's requests and limits, parsed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerResources {
+    /// `resources.requests`.
+    pub requests: ResourceList,
+    /// `resources.limits`.
+    pub limits: ResourceList,
+    /// An init container with `restartPolicy: Always` (a sidecar): it runs
+    /// beside the app containers, so what it asks for adds to theirs.
+    pub sidecar: bool,
 }
 
-fn resources_of(c: &Value, which: &str) -> Result<ResourceList, InvalidQuantity> {
-    parse_list(&c["resources"][which])
+/// The resource fields of a pod, parsed once: what its containers ask
+/// for, its overhead and its pod-level resources. What a pod is measured
+/// by (its effective requests and limits, its QoS class) is computed from
+/// these, so a reader that needs several of them parses the pod's
+/// quantities once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodResources {
+    /// `spec.containers`, in order.
+    pub containers: Vec<ContainerResources>,
+    /// `spec.initContainers`, in order.
+    pub init_containers: Vec<ContainerResources>,
+    /// `spec.overhead`.
+    pub overhead: ResourceList,
+    /// Pod-level `spec.resources.requests`, cpu and memory only.
+    pub pod_requests: ResourceList,
+    /// Pod-level `spec.resources.limits`, cpu and memory only.
+    pub pod_limits: ResourceList,
+    /// Whether the pod names a pod-level cpu or memory (even one that does
+    /// not parse): then those decide its QoS class.
+    pub pod_level: bool,
+}
+
+/// Which of a container's lists.
+#[derive(Clone, Copy)]
+enum Which {
+    Requests,
+    Limits,
+}
+
+impl ContainerResources {
+    fn list(&self, which: Which) -> &ResourceList {
+        match which {
+            Which::Requests => &self.requests,
+            Which::Limits => &self.limits,
+        }
+    }
+}
+
+/// Reads a resource list; `strict`: the first quantity that does not parse
+/// (or a list that is not a map) fails the read, else it is left out.
+fn read_list(v: &Value, strict: bool) -> Result<ResourceList, InvalidQuantity> {
+    if strict {
+        return parse_list(v);
+    }
+    Ok(v.as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, q)| Some((k.clone(), quantity_from_json(q).ok()?)))
+        .collect())
+}
+
+impl PodResources {
+    /// Parses a pod's resource fields in the order a decoder meets them
+    /// (containers, init containers, overhead, pod-level requests and
+    /// limits), failing on the first quantity that does not parse.
+    pub fn of(pod: &Value) -> Result<Self, InvalidQuantity> {
+        Self::read(pod, true)
+    }
+
+    /// As [`PodResources::of`], leaving out quantities that do not parse.
+    pub fn lenient(pod: &Value) -> Self {
+        Self::read(pod, false).unwrap_or_default()
+    }
+
+    fn read(pod: &Value, strict: bool) -> Result<Self, InvalidQuantity> {
+        let spec = &pod["spec"];
+        let containers = |key: &str| -> Result<Vec<ContainerResources>, InvalidQuantity> {
+            spec[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    Ok(ContainerResources {
+                        requests: read_list(&c["resources"]["requests"], strict)?,
+                        limits: read_list(&c["resources"]["limits"], strict)?,
+                        sidecar: c["restartPolicy"].as_str() == Some("Always"),
+                    })
+                })
+                .collect()
+        };
+        let containers_read = containers("containers")?;
+        let init_containers = containers("initContainers")?;
+        let overhead = read_list(&spec["overhead"], strict)?;
+        let pod_requests = read_list(&spec["resources"]["requests"], strict)?;
+        let pod_limits = read_list(&spec["resources"]["limits"], strict)?;
+        Ok(Self {
+            containers: containers_read,
+            init_containers,
+            overhead,
+            pod_requests: resources::mask(&pod_requests, POD_LEVEL),
+            pod_limits: resources::mask(&pod_limits, POD_LEVEL),
+            pod_level: has_pod_level_resources(pod),
+        })
+    }
+
+    /// Sums app containers, takes init containers as a running maximum
+    /// (sidecars also add to the app total), then lets pod-level values win.
+    fn aggregate(&self, which: Which) -> ResourceList {
+        let mut total = ResourceList::new();
+        for c in &self.containers {
+            add_into(&mut total, c.list(which));
+        }
+        // Without init containers (most pods) there is nothing to compare.
+        if !self.init_containers.is_empty() {
+            let mut sidecars = ResourceList::new();
+            let mut init_max = ResourceList::new();
+            for c in &self.init_containers {
+                let own = c.list(which);
+                let effective = if c.sidecar {
+                    add_into(&mut total, own);
+                    add_into(&mut sidecars, own);
+                    sidecars.clone()
+                } else {
+                    resources::add(own, &sidecars)
+                };
+                max_into(&mut init_max, &effective);
+            }
+            max_into(&mut total, &init_max);
+        }
+        let level = match which {
+            Which::Requests => &self.pod_requests,
+            Which::Limits => &self.pod_limits,
+        };
+        for (k, q) in level {
+            total.insert(k.clone(), *q);
+        }
+        total
+    }
+
+    /// The pod's effective requests, overhead included.
+    pub fn requests(&self) -> ResourceList {
+        let mut reqs = self.aggregate(Which::Requests);
+        add_into(&mut reqs, &self.overhead);
+        reqs
+    }
+
+    /// The pod's effective limits; overhead is added only to limits that are set.
+    pub fn limits(&self) -> ResourceList {
+        let mut limits = self.aggregate(Which::Limits);
+        for (k, q) in &self.overhead {
+            if let Some(l) = limits.get_mut(k) {
+                l.add(q);
+            }
+        }
+        limits
+    }
+
+    /// The pod's QoS class.
+    pub fn qos_class(&self) -> QosClass {
+        // Sums of positive cpu and memory requests and limits, by POD_LEVEL index.
+        let mut requests: [Option<Quantity>; 2] = [None, None];
+        let mut limits: [Option<Quantity>; 2] = [None, None];
+        let mut guaranteed = true;
+        // Adds the positive cpu and memory of one list; returns which were set.
+        let add = |sums: &mut [Option<Quantity>; 2], m: &ResourceList| -> [bool; 2] {
+            let mut set = [false; 2];
+            for (i, name) in POD_LEVEL.iter().enumerate() {
+                if let Some(q) = m.get(*name)
+                    && *q > Quantity::ZERO
+                {
+                    sums[i].get_or_insert(Quantity::ZERO).add(q);
+                    set[i] = true;
+                }
+            }
+            set
+        };
+        if self.pod_level {
+            add(&mut requests, &self.pod_requests);
+            guaranteed = add(&mut limits, &self.pod_limits) == [true, true];
+        } else {
+            for c in self.containers.iter().chain(&self.init_containers) {
+                add(&mut requests, &c.requests);
+                if add(&mut limits, &c.limits) != [true, true] {
+                    guaranteed = false;
+                }
+            }
+        }
+        if requests.iter().chain(&limits).all(Option::is_none) {
+            return QosClass::BestEffort;
+        }
+        // Guaranteed: every request has an equal limit, and no limit lacks a request.
+        if guaranteed && requests == limits {
+            QosClass::Guaranteed
+        } else {
+            QosClass::Burstable
+        }
+    }
 }
 
 /// `a = max(a, b)` per name.
@@ -53,12 +245,6 @@ fn max_into(a: &mut ResourceList, b: &ResourceList) {
     }
 }
 
-/// Whether pod-level `spec.resources.<which>` sets cpu or memory.
-fn pod_level(spec: &Value, which: &str) -> Result<ResourceList, InvalidQuantity> {
-    let all = parse_list(&spec["resources"][which])?;
-    Ok(resources::mask(&all, POD_LEVEL))
-}
-
 /// Whether the pod sets pod-level requests or limits (`spec.resources`).
 pub fn has_pod_level_resources(pod: &Value) -> bool {
     let r = &pod["spec"]["resources"];
@@ -68,94 +254,20 @@ pub fn has_pod_level_resources(pod: &Value) -> bool {
     })
 }
 
-/// Sums app containers, takes init containers as a running maximum
-/// (restartable ones, sidecars, also add to the app total), then lets
-/// pod-level values win.
-fn aggregate(pod: &Value, which: &str) -> Result<ResourceList, InvalidQuantity> {
-    let spec = &pod["spec"];
-    let mut total = ResourceList::new();
-    for c in containers(spec, "containers") {
-        add_into(&mut total, &resources_of(c, which)?);
-    }
-    let mut sidecars = ResourceList::new();
-    let mut init_max = ResourceList::new();
-    for c in containers(spec, "initContainers") {
-        let own = resources_of(c, which)?;
-        let effective = if c["restartPolicy"].as_str() == Some("Always") {
-            add_into(&mut total, &own);
-            add_into(&mut sidecars, &own);
-            sidecars.clone()
-        } else {
-            resources::add(&own, &sidecars)
-        };
-        max_into(&mut init_max, &effective);
-    }
-    max_into(&mut total, &init_max);
-    for (k, q) in pod_level(spec, which)? {
-        total.insert(k, q);
-    }
-    Ok(total)
-}
-
 /// The pod's effective requests, overhead included.
 pub fn pod_requests(pod: &Value) -> Result<ResourceList, InvalidQuantity> {
-    let mut reqs = aggregate(pod, "requests")?;
-    add_into(&mut reqs, &parse_list(&pod["spec"]["overhead"])?);
-    Ok(reqs)
+    Ok(PodResources::of(pod)?.requests())
 }
 
 /// The pod's effective limits; overhead is added only to limits that are set.
 pub fn pod_limits(pod: &Value) -> Result<ResourceList, InvalidQuantity> {
-    let mut limits = aggregate(pod, "limits")?;
-    for (k, q) in parse_list(&pod["spec"]["overhead"])? {
-        if let Some(l) = limits.get_mut(&k) {
-            l.add(&q);
-        }
-    }
-    Ok(limits)
+    Ok(PodResources::of(pod)?.limits())
 }
 
 /// The pod's QoS class. Unparsable quantities count as unset (validation
 /// refuses them before a pod is stored).
 pub fn qos_class(pod: &Value) -> QosClass {
-    // Sums of positive cpu and memory requests and limits, by POD_LEVEL index.
-    let mut requests: [Option<Quantity>; 2] = [None, None];
-    let mut limits: [Option<Quantity>; 2] = [None, None];
-    let mut guaranteed = true;
-    // Adds the positive cpu and memory of one resource map; returns which were set.
-    let add = |sums: &mut [Option<Quantity>; 2], m: &Value| -> [bool; 2] {
-        let mut set = [false; 2];
-        for (i, name) in POD_LEVEL.iter().enumerate() {
-            if let Some(q) = m.get(*name).and_then(|q| quantity_from_json(q).ok())
-                && q > Quantity::ZERO
-            {
-                sums[i].get_or_insert(Quantity::ZERO).add(&q);
-                set[i] = true;
-            }
-        }
-        set
-    };
-    let spec = &pod["spec"];
-    if has_pod_level_resources(pod) {
-        add(&mut requests, &spec["resources"]["requests"]);
-        guaranteed = add(&mut limits, &spec["resources"]["limits"]) == [true, true];
-    } else {
-        for c in containers(spec, "containers").chain(containers(spec, "initContainers")) {
-            add(&mut requests, &c["resources"]["requests"]);
-            if add(&mut limits, &c["resources"]["limits"]) != [true, true] {
-                guaranteed = false;
-            }
-        }
-    }
-    if requests.iter().chain(&limits).all(Option::is_none) {
-        return QosClass::BestEffort;
-    }
-    // Guaranteed: every request has an equal limit, and no limit lacks a request.
-    if guaranteed && requests == limits {
-        QosClass::Guaranteed
-    } else {
-        QosClass::Burstable
-    }
+    PodResources::lenient(pod).qos_class()
 }
 
 #[cfg(test)]

@@ -22,9 +22,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::Quantity;
-use crate::pod_resources::{
-    QosClass, has_pod_level_resources, pod_limits, pod_requests, qos_class,
-};
+use crate::pod_resources::{PodResources, QosClass, has_pod_level_resources, qos_class};
 use crate::resources::{self, InvalidQuantity, ResourceList};
 
 /// Compute resources that every container must set once a quota limits
@@ -38,20 +36,24 @@ const VALIDATION_SET: [&str; 6] = [
     "limits.memory",
 ];
 
-/// The names the pod evaluator tracks, besides prefixed ones.
-const POD_RESOURCES: [&str; 11] = [
-    "count/pods",
-    "cpu",
-    "memory",
-    "ephemeral-storage",
-    "requests.cpu",
-    "requests.memory",
-    "requests.ephemeral-storage",
-    "limits.cpu",
-    "limits.memory",
-    "limits.ephemeral-storage",
-    "pods",
-];
+/// The names the pod evaluator tracks, besides prefixed ones (a `match`:
+/// admission asks this of every hard name of every quota on each create).
+fn is_pod_resource(name: &str) -> bool {
+    matches!(
+        name,
+        "count/pods"
+            | "cpu"
+            | "memory"
+            | "ephemeral-storage"
+            | "requests.cpu"
+            | "requests.memory"
+            | "requests.ephemeral-storage"
+            | "limits.cpu"
+            | "limits.memory"
+            | "limits.ephemeral-storage"
+            | "pods"
+    )
+}
 
 const SERVICE_RESOURCES: [&str; 4] = [
     "count/services",
@@ -233,7 +235,7 @@ impl Evaluator {
     pub fn tracks(&self, name: &str) -> bool {
         match self {
             Self::Pods => {
-                POD_RESOURCES.contains(&name)
+                is_pod_resource(name)
                     || name.starts_with("hugepages-")
                     || name.starts_with("requests.hugepages-")
                     || is_extended_quota_name(name)
@@ -261,32 +263,14 @@ impl Evaluator {
         let mut out = ResourceList::new();
         match self {
             Self::Pods => {
-                // The object count counts every stored pod; the rest only
-                // pods that have not finished.
-                out.insert("count/pods".into(), one);
-                if is_terminal(obj) {
-                    return Ok(out);
-                }
-                let requests = pod_requests(obj)?;
-                let limits = pod_limits(obj)?;
-                out.insert("pods".into(), one);
-                for r in ["cpu", "memory", "ephemeral-storage"] {
-                    if let Some(q) = requests.get(r) {
-                        out.insert(r.into(), *q);
-                        out.insert(format!("requests.{r}"), *q);
-                    }
-                    if let Some(q) = limits.get(r) {
-                        out.insert(format!("limits.{r}"), *q);
-                    }
-                }
-                for (r, q) in &requests {
-                    if r.starts_with("hugepages-") {
-                        out.insert(r.clone(), *q);
-                        out.insert(format!("requests.{r}"), *q);
-                    } else if is_extended(r) {
-                        out.insert(format!("requests.{r}"), *q);
-                    }
-                }
+                // A finished pod counts in `count/pods` alone, whatever
+                // its quantities: they are not read.
+                let resources = if is_terminal(obj) {
+                    PodResources::default()
+                } else {
+                    PodResources::of(obj)?
+                };
+                return Ok(pod_usage(obj, &resources));
             }
             Self::Services => {
                 let ports = obj["spec"]["ports"].as_array().map_or(0, Vec::len);
@@ -340,14 +324,25 @@ impl Evaluator {
     /// for other kinds every scope is a non-match (so a scoped quota never
     /// counts them).
     pub fn matches_scope(&self, scope: &ScopeRequirement, obj: &Value) -> bool {
+        self.matches_scope_given(scope, obj, &|| qos_class(obj))
+    }
+
+    /// [`Evaluator::matches_scope`] for a pod whose QoS class `qos` gives
+    /// (asked only by the scopes that need it).
+    fn matches_scope_given(
+        &self,
+        scope: &ScopeRequirement,
+        obj: &Value,
+        qos: &dyn Fn() -> QosClass,
+    ) -> bool {
         if *self != Self::Pods {
             return false;
         }
         match scope.scope_name.as_str() {
             "Terminating" => is_terminating(obj),
             "NotTerminating" => !is_terminating(obj),
-            "BestEffort" => qos_class(obj) == QosClass::BestEffort,
-            "NotBestEffort" => qos_class(obj) != QosClass::BestEffort,
+            "BestEffort" => qos() == QosClass::BestEffort,
+            "NotBestEffort" => qos() != QosClass::BestEffort,
             "PriorityClass" => {
                 let class = obj["spec"]["priorityClassName"]
                     .as_str()
@@ -370,6 +365,18 @@ impl Evaluator {
         scopes.iter().all(|s| self.matches_scope(s, obj))
     }
 
+    /// [`Evaluator::matches_scopes`] with the pod's QoS class given by
+    /// `qos` (asked only by the scopes that need it): for a reader that
+    /// asks several quotas about one pod.
+    pub fn matches_scopes_given(
+        &self,
+        scopes: &[ScopeRequirement],
+        obj: &Value,
+        qos: &dyn Fn() -> QosClass,
+    ) -> bool {
+        scopes.iter().all(|s| self.matches_scope_given(s, obj, qos))
+    }
+
     /// Whether an update from `old` to `new` can change what the object
     /// costs: services and claims can change type or size; a pod only when
     /// it moves between the Terminating and NotTerminating scopes; other
@@ -389,32 +396,42 @@ impl Evaluator {
         if *self != Self::Pods || has_pod_level_resources(obj) {
             return Ok(());
         }
-        let required: BTreeSet<&str> = required
-            .iter()
-            .copied()
-            .filter(|r| VALIDATION_SET.contains(r))
-            .collect();
-        if required.is_empty() {
+        let validated = || {
+            required
+                .iter()
+                .copied()
+                .filter(|r| VALIDATION_SET.contains(r))
+        };
+        if validated().next().is_none() {
             return Ok(());
         }
-        let mut missing: std::collections::BTreeMap<&str, BTreeSet<&str>> = Default::default();
         let spec = &obj["spec"];
-        for c in spec["containers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .chain(spec["initContainers"].as_array().into_iter().flatten())
-        {
-            let has = |which: &str, r: &str| c["resources"][which].get(r).is_some();
+        let containers = || {
+            spec["containers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .chain(spec["initContainers"].as_array().into_iter().flatten())
+        };
+        let set = |c: &Value, r: &str| {
+            let (which, name) = match r {
+                "cpu" | "requests.cpu" => ("requests", "cpu"),
+                "memory" | "requests.memory" => ("requests", "memory"),
+                "limits.cpu" => ("limits", "cpu"),
+                _ => ("limits", "memory"),
+            };
+            c["resources"][which].get(name).is_some()
+        };
+        // Most pods set what is required: look before collecting names.
+        if containers().all(|c| validated().all(|r| set(c, r))) {
+            return Ok(());
+        }
+        let required: BTreeSet<&str> = validated().collect();
+        let mut missing: std::collections::BTreeMap<&str, BTreeSet<&str>> = Default::default();
+        for c in containers() {
             let name = c["name"].as_str().unwrap_or_default();
             for r in &required {
-                let set = match *r {
-                    "cpu" | "requests.cpu" => has("requests", "cpu"),
-                    "memory" | "requests.memory" => has("requests", "memory"),
-                    "limits.cpu" => has("limits", "cpu"),
-                    _ => has("limits", "memory"),
-                };
-                if !set {
+                if !set(c, r) {
                     missing.entry(r).or_default().insert(name);
                 }
             }
@@ -435,6 +452,37 @@ impl Evaluator {
     }
 }
 
+/// [`Evaluator::constraints`] for a pod whose resources are parsed
+/// already: when every container sets what `required` names (or the pod
+/// sets pod-level resources), no JSON is read; the message of a failure
+/// still comes from `pod`'s JSON.
+pub fn pod_constraints(
+    required: &[&str],
+    pod: &Value,
+    resources: &PodResources,
+) -> Result<(), String> {
+    if resources.pod_level {
+        return Ok(());
+    }
+    let set = |c: &crate::ContainerResources, r: &str| match r {
+        "cpu" | "requests.cpu" => c.requests.contains_key("cpu"),
+        "memory" | "requests.memory" => c.requests.contains_key("memory"),
+        "limits.cpu" => c.limits.contains_key("cpu"),
+        "limits.memory" => c.limits.contains_key("memory"),
+        _ => true,
+    };
+    let complete = resources
+        .containers
+        .iter()
+        .chain(&resources.init_containers)
+        .all(|c| required.iter().all(|r| set(c, r)));
+    if complete {
+        Ok(())
+    } else {
+        Evaluator::Pods.constraints(required, pod)
+    }
+}
+
 /// A pod that has finished (`Succeeded` or `Failed`) no longer uses compute
 /// quota.
 pub fn is_terminal(pod: &Value) -> bool {
@@ -442,6 +490,50 @@ pub fn is_terminal(pod: &Value) -> bool {
         pod["status"]["phase"].as_str(),
         Some("Succeeded" | "Failed")
     )
+}
+
+/// The compute names a pod is charged for, with their `requests.` and
+/// `limits.` forms (written out: this runs on every pod create).
+const COMPUTE: [(&str, &str, &str); 3] = [
+    ("cpu", "requests.cpu", "limits.cpu"),
+    ("memory", "requests.memory", "limits.memory"),
+    (
+        "ephemeral-storage",
+        "requests.ephemeral-storage",
+        "limits.ephemeral-storage",
+    ),
+];
+
+/// What a pod costs ([`Evaluator::usage`]), from its resources parsed
+/// once: for a reader that has them already.
+pub fn pod_usage(pod: &Value, resources: &PodResources) -> ResourceList {
+    let one = Quantity::from_units(1);
+    let mut out = ResourceList::new();
+    out.insert("count/pods".into(), one);
+    if is_terminal(pod) {
+        return out;
+    }
+    let requests = resources.requests();
+    let limits = resources.limits();
+    out.insert("pods".into(), one);
+    for (r, request, limit) in COMPUTE {
+        if let Some(q) = requests.get(r) {
+            out.insert(r.into(), *q);
+            out.insert(request.into(), *q);
+        }
+        if let Some(q) = limits.get(r) {
+            out.insert(limit.into(), *q);
+        }
+    }
+    for (r, q) in &requests {
+        if r.starts_with("hugepages-") {
+            out.insert(r.clone(), *q);
+            out.insert(format!("requests.{r}"), *q);
+        } else if is_extended(r) {
+            out.insert(format!("requests.{r}"), *q);
+        }
+    }
+    out
 }
 
 /// A pod with `activeDeadlineSeconds >= 0` is in the `Terminating` scope.

@@ -3,11 +3,12 @@
 //! defaults it fills into new pods, and the bounds it holds pods and claims
 //! to (`403 Forbidden`, with upstream's `LimitRanger` messages).
 
+use std::cell::OnceCell;
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 use windlass_selector::resources::{ResourceList, parse_list};
-use windlass_selector::{Quantity, pod_limits, pod_requests};
+use windlass_selector::{PodResources, Quantity};
 
 use super::Causes;
 
@@ -49,13 +50,17 @@ fn item(raw: &Value) -> Item {
     }
 }
 
+/// What a range fills into a container's requests or limits: each name,
+/// sorted, with its value as stored (canonical) and parsed.
+type Defaults = Vec<(String, Value, Quantity)>;
+
 /// A stored LimitRange as admission reads it: its items, and the container
 /// defaults they give, ready to insert.
 #[derive(Debug, Clone)]
 pub(super) struct Range {
     items: Vec<Item>,
-    default_requests: Map<String, Value>,
-    default_limits: Map<String, Value>,
+    default_requests: Defaults,
+    default_limits: Defaults,
 }
 
 impl Range {
@@ -66,21 +71,22 @@ impl Range {
             .flatten()
             .map(item)
             .collect();
-        let mut default_requests = Map::new();
-        let mut default_limits = Map::new();
-        let canonical = |l: &ResourceList| {
-            l.iter()
-                .map(|(k, q)| (k.clone(), Value::String(q.to_string())))
-                .collect::<Vec<_>>()
-        };
+        // A later `Container` item's default wins, as upstream's loop does.
+        let mut default_requests = ResourceList::new();
+        let mut default_limits = ResourceList::new();
         for item in items.iter().filter(|i| i.type_ == CONTAINER) {
-            default_requests.extend(canonical(&item.default_request));
-            default_limits.extend(canonical(&item.default));
+            default_requests.extend(item.default_request.clone());
+            default_limits.extend(item.default.clone());
         }
+        let ready = |l: ResourceList| -> Defaults {
+            l.into_iter()
+                .map(|(k, q)| (k, Value::String(q.to_string()), q))
+                .collect()
+        };
         Self {
             items,
-            default_requests,
-            default_limits,
+            default_requests: ready(default_requests),
+            default_limits: ready(default_limits),
         }
     }
 }
@@ -305,64 +311,105 @@ fn bound_errors(at: &str, k: &str, item: &Item, pod: bool, errs: &mut Causes) {
 /// Fills missing container requests and limits from the ranges'
 /// `defaultRequest` and `default` (`PodMutateLimitFunc`), range by range,
 /// recording what was set in the `kubernetes.io/limit-ranger` annotation.
-pub(super) fn default_pod(ranges: &[&Range], pod: &mut Value) {
+/// `parsed` (the pod's resources as read before) gets the same defaults.
+pub(super) fn default_pod(ranges: &[&Range], pod: &mut Value, parsed: &mut PodResources) {
+    const PREFIX: &str = "LimitRanger plugin set: ";
     for lr in ranges {
         let (requests, limits) = (&lr.default_requests, &lr.default_limits);
         if requests.is_empty() && limits.is_empty() {
             continue;
         }
-        let mut notes = Vec::new();
-        for (key, label) in [
-            ("containers", "container"),
-            ("initContainers", "init container"),
+        // `a, b request for container x; c limit for container x; ...`
+        let mut notes = String::from(PREFIX);
+        let mut note = |set: &[&str], what: &str, label: &str, name: &str| {
+            if set.is_empty() {
+                return;
+            }
+            if notes.len() > PREFIX.len() {
+                notes.push_str("; ");
+            }
+            for (i, k) in set.iter().enumerate() {
+                if i > 0 {
+                    notes.push_str(", ");
+                }
+                notes.push_str(k);
+            }
+            for part in [" ", what, " for ", label, " ", name] {
+                notes.push_str(part);
+            }
+        };
+        for (key, label, containers) in [
+            ("containers", "container", &mut parsed.containers),
+            (
+                "initContainers",
+                "init container",
+                &mut parsed.init_containers,
+            ),
         ] {
-            for c in pod["spec"][key].as_array_mut().into_iter().flatten() {
-                let name = c["name"].as_str().unwrap_or_default().to_owned();
-                let set_limits = fill(c, "limits", limits);
-                let set_requests = fill(c, "requests", requests);
-                if !set_requests.is_empty() {
-                    notes.push(format!(
-                        "{} request for {label} {name}",
-                        set_requests.join(", ")
-                    ));
+            let Some(cs) = pod
+                .get_mut("spec")
+                .and_then(|s| s.get_mut(key))
+                .and_then(Value::as_array_mut)
+            else {
+                continue;
+            };
+            // `parsed` was read from these very arrays, one entry each.
+            for (c, read) in cs.iter_mut().zip(containers.iter_mut()) {
+                let Some(c) = c.as_object_mut() else {
+                    continue;
+                };
+                let resources = c
+                    .entry("resources")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if resources.is_null() {
+                    *resources = Value::Object(Map::new());
                 }
-                if !set_limits.is_empty() {
-                    notes.push(format!(
-                        "{} limit for {label} {name}",
-                        set_limits.join(", ")
-                    ));
-                }
+                let Some(resources) = resources.as_object_mut() else {
+                    continue;
+                };
+                let set_limits = fill(resources, "limits", limits, &mut read.limits);
+                let set_requests = fill(resources, "requests", requests, &mut read.requests);
+                let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+                note(&set_requests, "request", label, name);
+                note(&set_limits, "limit", label, name);
             }
         }
-        if !notes.is_empty() {
+        if notes.len() > PREFIX.len() {
             let meta = crate::object::meta_mut(pod);
             if !meta.get("annotations").is_some_and(Value::is_object) {
                 meta.insert("annotations".into(), Value::Object(Map::new()));
             }
-            meta["annotations"][ANNOTATION] =
-                Value::String(format!("LimitRanger plugin set: {}", notes.join("; ")));
+            meta["annotations"][ANNOTATION] = Value::String(notes);
         }
     }
 }
 
-/// Sets the missing names of `resources.<which>`; returns them, sorted.
-fn fill(c: &mut Value, which: &str, defaults: &Map<String, Value>) -> Vec<String> {
-    if defaults.is_empty() || !c.is_object() {
+/// Sets the missing names of `resources.<which>` (and of `parsed`, the
+/// same list read); returns them, sorted.
+fn fill<'a>(
+    resources: &mut Map<String, Value>,
+    which: &str,
+    defaults: &'a Defaults,
+    parsed: &mut ResourceList,
+) -> Vec<&'a str> {
+    if defaults.is_empty() {
         return vec![];
     }
-    if !c["resources"][which].is_object() {
-        c["resources"][which] = Value::Object(Map::new());
+    let target = resources
+        .entry(which)
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
     }
-    let target = c["resources"][which].as_object_mut().expect("made above");
-    let mut set: Vec<String> = defaults
-        .iter()
-        .filter(|(k, _)| !target.contains_key(*k))
-        .map(|(k, _)| k.clone())
-        .collect();
-    for k in &set {
-        target.insert(k.clone(), defaults[k].clone());
+    let target = target.as_object_mut().expect("made above");
+    let mut set = Vec::new();
+    for (k, v, q) in defaults {
+        if !target.contains_key(k) {
+            target.insert(k.clone(), v.clone());
+            parsed.insert(k.clone(), *q);
+            set.push(k.as_str());
+        }
     }
-    set.sort();
     set
 }
 
@@ -522,25 +569,21 @@ fn aggregate(mut messages: Vec<String>) -> Option<String> {
 
 /// The first range a pod breaks, as the reason it is forbidden
 /// (`PodValidateLimitFunc`).
-pub(super) fn pod_violation(ranges: &[&Range], pod: &Value) -> Option<String> {
+pub(super) fn pod_violation(ranges: &[&Range], pod: &PodResources) -> Option<String> {
+    // The pod's totals, worked out only if a `Pod` item asks.
+    let totals = OnceCell::new();
     ranges.iter().find_map(|lr| {
         let mut out = Vec::new();
         for item in &lr.items {
             match item.type_.as_str() {
                 CONTAINER => {
-                    for key in ["containers", "initContainers"] {
-                        for c in pod["spec"][key].as_array().into_iter().flatten() {
-                            let requests =
-                                parse_list(&c["resources"]["requests"]).unwrap_or_default();
-                            let limits = parse_list(&c["resources"]["limits"]).unwrap_or_default();
-                            item_violations(CONTAINER, item, &requests, &limits, &mut out);
-                        }
+                    for c in pod.containers.iter().chain(&pod.init_containers) {
+                        item_violations(CONTAINER, item, &c.requests, &c.limits, &mut out);
                     }
                 }
                 POD => {
-                    let requests = pod_requests(pod).unwrap_or_default();
-                    let limits = pod_limits(pod).unwrap_or_default();
-                    item_violations(POD, item, &requests, &limits, &mut out);
+                    let (requests, limits) = totals.get_or_init(|| (pod.requests(), pod.limits()));
+                    item_violations(POD, item, requests, limits, &mut out);
                 }
                 _ => {}
             }

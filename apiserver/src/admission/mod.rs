@@ -6,7 +6,9 @@
 //! 1. [`normalize`], with the other defaults: quantities in canonical form,
 //!    pod requests defaulted to limits, limit range items defaulted;
 //! 2. [`mutate`], before validation: unparsable quantities are a `400`,
-//!    new pods get their LimitRange defaults;
+//!    new pods get their LimitRange defaults; it returns the [`Review`] of
+//!    the write, which holds a pod's quantities parsed once for every
+//!    later step;
 //! 3. [`validation_errors`], inside validation: the `422`s;
 //! 4. [`validate`], after validation: LimitRange bounds and quota checks,
 //!    a `403` for a violation, else what to charge;
@@ -23,12 +25,14 @@ mod requirements;
 mod resource_quota;
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 use windlass_selector::quota::Evaluator;
-use windlass_selector::resources::list_to_json;
+use windlass_selector::resources::{ResourceList, list_to_json};
+use windlass_selector::{PodResources, QosClass};
 
 use limit_range::Range;
 use resource_quota::Quota;
@@ -56,43 +60,153 @@ pub(crate) fn normalize(group: &str, plural: &str, obj: &mut Value) {
     requirements::canonicalize(plural, obj);
 }
 
+/// What admission read of the object being written, kept for the steps
+/// after [`mutate`]: a pod's quantities are parsed once per write (its
+/// LimitRange defaults are added to them already parsed), and validation,
+/// LimitRange bounds, quota usage and the pod's QoS class all read them
+/// from here.
+#[derive(Debug, Default)]
+pub(crate) struct Review {
+    pod: Option<PodResources>,
+    qos: OnceCell<QosClass>,
+    /// A new pod's LimitRange verdict and quota usage, when [`early`]
+    /// worked them out before the state lock.
+    bounds: Option<Option<String>>,
+    usage: Option<ResourceList>,
+}
+
+impl Review {
+    /// The parsed resources of the pod being written (none for other kinds).
+    pub(crate) fn pod(&self) -> Option<&PodResources> {
+        self.pod.as_ref()
+    }
+
+    /// The QoS class of the pod `obj` being written, computed once.
+    pub(crate) fn qos_class(&self, obj: &Value) -> QosClass {
+        *self.qos.get_or_init(|| match &self.pod {
+            Some(p) => p.qos_class(),
+            None => windlass_selector::qos_class(obj),
+        })
+    }
+}
+
+/// The `400` for an object whose quantities do not parse.
+fn undecodable(req: &Req<'_>, why: String) -> ApiError {
+    let kind = &req.res.kind;
+    ApiError::bad_request(format!(
+        "{kind} in version \"{}\" cannot be handled as a {kind}: {why}",
+        req.version
+    ))
+}
+
+/// A pod create's admission, as far as it can go before the state lock:
+/// in a namespace with a LimitRange or a quota, the pod is normalized
+/// (step 1, which the write repeats to no effect), its quantities parsed,
+/// its LimitRange defaults filled in and its bounds checked, and its quota
+/// usage and QoS class worked out, so that under the lock only the quota
+/// check and charge remain ([`mutate`] then hands this back, errors
+/// included, at the point it would have found them). `None`: nothing to do
+/// early (another kind, or an ungoverned namespace).
+///
+/// The LimitRanges are read here, a moment before the pod is stored, as
+/// upstream's LimitRanger reads them from its informer's cache: a range
+/// written meanwhile applies from the next pod. Never a range older than
+/// a write already answered, since they are read from the state itself.
+/// Quota is not read here: its check and charge stay under the lock.
+pub(crate) fn early(
+    shared: &crate::shared::Shared,
+    req: &Req<'_>,
+    obj: &mut Value,
+) -> Option<ApiResult<Review>> {
+    let res = req.res;
+    if !(res.group.is_empty() && res.plural == "pods" && res.namespaced)
+        || req.ns.is_empty()
+        || !obj.is_object()
+    {
+        return None;
+    }
+    let (stored, quotas) = {
+        let st = shared.peek();
+        let stored = st.list(LIMIT_RANGES, Some(req.ns));
+        (stored, !st.list(QUOTAS, Some(req.ns)).is_empty())
+    };
+    if stored.is_empty() && !quotas {
+        return None;
+    }
+    normalize("", "pods", obj);
+    Some(new_pod(req, &stored, quotas, obj))
+}
+
+/// Step 2 for a pod being created, and what step 4 reads of it: its
+/// LimitRange verdict, and its usage if the namespace had `quotas`.
+fn new_pod(req: &Req<'_>, stored: &[Arc<Obj>], quotas: bool, obj: &mut Value) -> ApiResult<Review> {
+    let mut pod = PodResources::of(obj).map_err(|e| undecodable(req, e.error.to_string()))?;
+    let parsed: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
+    let ranges: Vec<&Range> = parsed.iter().map(|r| r.as_ref()).collect();
+    limit_range::default_pod(&ranges, obj, &mut pod);
+    let review = Review {
+        bounds: Some(limit_range::pod_violation(&ranges, &pod)),
+        usage: quotas.then(|| windlass_selector::quota::pod_usage(obj, &pod)),
+        qos: OnceCell::from(pod.qos_class()),
+        pod: Some(pod),
+    };
+    Ok(review)
+}
+
 /// Step 2: the decode check, and LimitRange defaults for a new pod.
+/// `early`: what [`early`] did of it before the lock.
 pub(crate) fn mutate(
     st: &State,
     req: &Req<'_>,
     old: Option<&Value>,
     obj: &mut Value,
-) -> ApiResult<()> {
+    early: Option<ApiResult<Review>>,
+) -> ApiResult<Review> {
+    if let Some(review) = early {
+        return review;
+    }
     let (group, plural) = (req.res.group.as_str(), req.res.plural.as_str());
+    let mut review = Review::default();
     if !group.is_empty() {
-        return Ok(());
+        return Ok(review);
     }
-    if let Some(why) = requirements::undecodable(plural, obj) {
-        let kind = &req.res.kind;
-        return Err(ApiError::bad_request(format!(
-            "{kind} in version \"{}\" cannot be handled as a {kind}: {why}",
-            req.version
-        )));
+    let undecodable = |why: String| undecodable(req, why);
+    if plural != "pods" {
+        return match requirements::undecodable(plural, obj) {
+            Some(why) => Err(undecodable(why)),
+            None => Ok(review),
+        };
     }
+    let mut pod = PodResources::of(obj).map_err(|e| undecodable(e.error.to_string()))?;
     // Pod resources cannot change after creation, so, as upstream, ranges
     // only default pods being created.
-    if plural == "pods" && old.is_none() {
+    if old.is_none() {
         let stored = st.list(LIMIT_RANGES, Some(req.ns));
         if !stored.is_empty() {
             let parsed: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
             let ranges: Vec<&Range> = parsed.iter().map(|r| r.as_ref()).collect();
-            limit_range::default_pod(&ranges, obj);
+            limit_range::default_pod(&ranges, obj, &mut pod);
         }
     }
-    Ok(())
+    review.pod = Some(pod);
+    Ok(review)
 }
 
-/// Step 3: the validation causes of the governed kinds.
-pub(crate) fn validation_errors(group: &str, plural: &str, obj: &Value) -> Causes {
+/// Step 3: the validation causes of the governed kinds. `pod`: the pod's
+/// resources as [`mutate`] parsed them (else they are read from `obj`).
+pub(crate) fn validation_errors(
+    group: &str,
+    plural: &str,
+    obj: &Value,
+    pod: Option<&PodResources>,
+) -> Causes {
     let mut errs = Causes::new();
     if group.is_empty() {
         match plural {
-            "pods" => requirements::pod_errors(obj, &mut errs),
+            "pods" => match pod {
+                Some(pod) => requirements::pod_errors(pod, &mut errs),
+                None => requirements::pod_errors(&PodResources::lenient(obj), &mut errs),
+            },
             "persistentvolumeclaims" => requirements::claim_errors(obj, &mut errs),
             "limitranges" => limit_range::errors(obj, &mut errs),
             "resourcequotas" => resource_quota::errors(obj, &mut errs),
@@ -122,8 +236,9 @@ pub(crate) fn validation_errors(group: &str, plural: &str, obj: &Value) -> Cause
 /// restart `status.used` is exactly what the stored objects use.
 #[derive(Debug, Default)]
 pub(crate) struct Charges {
-    /// The charged quotas as admission reads them, by (namespace, name).
-    quotas: BTreeMap<(String, String), Quota>,
+    /// The charged quotas as admission reads them, by namespace and name
+    /// (nested, so that a look-up borrows its keys).
+    quotas: BTreeMap<String, BTreeMap<Arc<str>, Quota>>,
 }
 
 impl Charges {
@@ -146,7 +261,15 @@ impl Charges {
     }
 
     fn get(&self, ns: &str, name: &str) -> Option<&Quota> {
-        self.quotas.get(&(ns.to_owned(), name.to_owned()))
+        self.quotas.get(ns)?.get(name)
+    }
+
+    fn insert(&mut self, ns: &str, quota: Quota) {
+        let in_ns = match self.quotas.get_mut(ns) {
+            Some(m) => m,
+            None => self.quotas.entry(ns.to_owned()).or_default(),
+        };
+        in_ns.insert(quota.name.clone(), quota);
     }
 
     /// Writes every pending charge: each charged quota once, with its new
@@ -155,13 +278,15 @@ impl Charges {
         if !Self::pending(st) {
             return;
         }
-        for ((ns, name), parsed) in std::mem::take(&mut Self::of_mut(st).quotas) {
-            // The quota cannot have changed meanwhile: whatever else could
-            // change it flushed first.
-            if let Some(base) = st.get(QUOTAS, &ns, &name) {
-                let (stored, _ack) =
-                    st.write_supersedable(QUOTAS, &ns, &name, charged(&base, &parsed));
-                stored.prime(parsed);
+        for (ns, quotas) in std::mem::take(&mut Self::of_mut(st).quotas) {
+            for (name, parsed) in quotas {
+                // The quota cannot have changed meanwhile: whatever else
+                // could change it flushed first.
+                if let Some(base) = st.get(QUOTAS, &ns, &name) {
+                    let (stored, _ack) =
+                        st.write_supersedable(QUOTAS, &ns, &name, charged(&base, &parsed));
+                    stored.prime(parsed);
+                }
             }
         }
     }
@@ -215,6 +340,7 @@ pub(crate) struct Admitted {
 pub(crate) fn validate(
     st: &State,
     req: &Req<'_>,
+    review: &Review,
     old: Option<&Value>,
     obj: &Value,
     shown: &str,
@@ -243,14 +369,17 @@ pub(crate) fn validate(
             "persistentvolumeclaims" => old.is_none_or(|o| o["spec"] != obj["spec"]),
             _ => false,
         };
-    if limited {
+    if let (true, Some(violation)) = (limited, &review.bounds) {
+        if let Some(why) = violation {
+            return Err(forbidden(why.clone()));
+        }
+    } else if limited {
         let stored = st.list(LIMIT_RANGES, Some(req.ns));
         let parsed: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
         let ranges: Vec<&Range> = parsed.iter().map(|r| r.as_ref()).collect();
-        let violation = if plural == "pods" {
-            limit_range::pod_violation(&ranges, obj)
-        } else {
-            limit_range::claim_violation(&ranges, obj)
+        let violation = match review.pod() {
+            Some(pod) if plural == "pods" => limit_range::pod_violation(&ranges, pod),
+            _ => limit_range::claim_violation(&ranges, obj),
         };
         if let Some(why) = violation {
             return Err(forbidden(why));
@@ -277,11 +406,17 @@ pub(crate) fn validate(
         )
         .collect();
     let quotas: Vec<&Quota> = parsed.iter().map(|q| q.as_ref()).collect();
-    let charges = resource_quota::check(&quotas, &ev, old, obj).map_err(forbidden)?;
+    let subject = resource_quota::Subject {
+        obj,
+        pod: review.pod(),
+        usage: review.usage.as_ref(),
+        qos: &|| review.qos_class(obj),
+    };
+    let charges = resource_quota::check(&quotas, &ev, old, &subject).map_err(forbidden)?;
     for (i, used) in charges {
-        let mut parsed = quotas[i].clone();
-        parsed.used = used;
-        admitted.charges.push((stored[i].clone(), parsed));
+        admitted
+            .charges
+            .push((stored[i].clone(), quotas[i].with_used(used)));
     }
     Ok(admitted)
 }
@@ -300,9 +435,9 @@ impl Admitted {
     ) -> (Arc<Obj>, AckRx) {
         let mut charges = self.charges;
         if st.charges_deferrable {
+            let pending = Charges::of_mut(st);
             for (_, parsed) in charges.drain(..) {
-                let key = (req.ns.to_owned(), parsed.name.to_string());
-                Charges::of_mut(st).quotas.insert(key, parsed);
+                pending.insert(req.ns, parsed);
             }
         }
         st.write_together(|st| {
@@ -359,6 +494,14 @@ mod tests {
         State::new(Storage::in_memory().0, 100, vec![], history)
     }
 
+    /// What `mutate` gives a pod without LimitRanges.
+    fn review(pod: &Value) -> Review {
+        Review {
+            pod: Some(PodResources::of(pod).unwrap()),
+            ..Review::default()
+        }
+    }
+
     fn pod(name: &str, cpu: &str) -> Value {
         json!({"metadata": {"name": name, "namespace": "a"}, "spec": {"containers": [
             {"name": "c", "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}})
@@ -394,6 +537,39 @@ mod tests {
         assert_eq!(st.rv, rv, "nothing to write");
     }
 
+    /// A pod's quantities are parsed once, in `mutate`: one that does not
+    /// parse, or a list that is not a map, is the decoder's `400`, and a
+    /// good pod's parsed resources are what validation and quota read.
+    #[test]
+    fn a_pod_is_parsed_once_and_a_bad_list_is_a_400() {
+        let st = state();
+        let res = st.registry.lookup("", "v1", "pods").unwrap().clone();
+        let req = Req {
+            res: &res,
+            ns: "a",
+            version: "v1",
+            dry_run: false,
+        };
+        for bad in [json!({"cpu": "x"}), json!("1")] {
+            let mut p = pod("p", "1");
+            p["spec"]["containers"][0]["resources"]["requests"] = bad;
+            let err = mutate(&st, &req, None, &mut p, None).unwrap_err();
+            let shown = format!("{err:?}");
+            assert!(
+                shown.contains(
+                    "Pod in version \\\"v1\\\" cannot be handled as a Pod: quantities must match"
+                ),
+                "{shown}"
+            );
+        }
+        let mut p = pod("p", "250m");
+        let review = mutate(&st, &req, None, &mut p, None).unwrap();
+        let parsed = review.pod().expect("a pod is parsed");
+        assert_eq!(parsed.containers[0].requests["cpu"].to_string(), "250m");
+        // cpu alone, no memory: Burstable.
+        assert_eq!(review.qos_class(&p), QosClass::Burstable);
+    }
+
     /// Charges left in memory count for the next admission and are written
     /// once, with all of them, by a flush.
     #[test]
@@ -417,14 +593,15 @@ mod tests {
         st.charges_deferrable = true;
         for name in ["p1", "p2"] {
             let obj = pod(name, "1");
-            let admitted = validate(&st, &req, None, &obj, name).unwrap();
+            let admitted = validate(&st, &req, &review(&obj), None, &obj, name).unwrap();
             let _ = admitted.store(&mut st, &req, name, Some(obj));
         }
         let rv = st.rv;
         assert!(Charges::pending(&st));
         let q = st.get(QUOTAS, "a", "q").unwrap();
         assert_eq!(q.value["status"]["used"]["pods"], "0", "not written yet");
-        let err = validate(&st, &req, None, &pod("p3", "1"), "p3").unwrap_err();
+        let p3 = pod("p3", "1");
+        let err = validate(&st, &req, &review(&p3), None, &p3, "p3").unwrap_err();
         assert!(format!("{err:?}").contains("used: pods=2"), "{err:?}");
         Charges::flush(&mut st);
         assert_eq!(st.rv, rv + 1, "one write for both charges");

@@ -5,6 +5,7 @@
 //! against limits, with the API server's messages.
 
 use serde_json::{Map, Value};
+use windlass_selector::PodResources;
 use windlass_selector::resources::{ResourceList, parse_list, quantity_from_json};
 
 use super::Causes;
@@ -26,18 +27,8 @@ fn each_list<'a>(plural: &str, obj: &'a Value, f: &mut dyn FnMut(&'a Map<String,
         }
     };
     let spec = &obj["spec"];
+    // Pods are checked by parsing them (`PodResources::of`, in `mutate`).
     match plural {
-        "pods" => {
-            for key in ["containers", "initContainers"] {
-                for c in spec[key].as_array().into_iter().flatten() {
-                    at(&c["resources"]["requests"]);
-                    at(&c["resources"]["limits"]);
-                }
-            }
-            at(&spec["overhead"]);
-            at(&spec["resources"]["requests"]);
-            at(&spec["resources"]["limits"]);
-        }
         "persistentvolumeclaims" => {
             at(&spec["resources"]["requests"]);
             at(&spec["resources"]["limits"]);
@@ -174,42 +165,39 @@ fn is_standard_container_resource(name: &str) -> bool {
 }
 
 /// The container resource checks of pod validation: known names,
-/// non-negative values, requests at most limits.
-pub(super) fn pod_errors(pod: &Value, errs: &mut Causes) {
-    for key in ["containers", "initContainers"] {
-        for (i, c) in pod["spec"][key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let path = format!("spec.{key}[{i}].resources");
-            let requests = parse_list(&c["resources"]["requests"]).unwrap_or_default();
-            let limits = parse_list(&c["resources"]["limits"]).unwrap_or_default();
-            for (which, list) in [("limits", &limits), ("requests", &requests)] {
+/// non-negative values, requests at most limits. (Field paths are written
+/// only for an error: this runs on every pod write.)
+pub(super) fn pod_errors(pod: &PodResources, errs: &mut Causes) {
+    for (key, containers) in [
+        ("containers", &pod.containers),
+        ("initContainers", &pod.init_containers),
+    ] {
+        for (i, c) in containers.iter().enumerate() {
+            let path = || format!("spec.{key}[{i}].resources");
+            for (which, list) in [("limits", &c.limits), ("requests", &c.requests)] {
                 for (name, q) in list {
-                    let at = format!("{path}.{which}[{name}]");
+                    let at = || format!("{}.{which}[{name}]", path());
                     if !name.contains('/') && !is_standard_container_resource(name) {
                         errs.push((
-                            at.clone(),
+                            at(),
                             format!("Invalid value: {name:?}: must be a standard resource for containers"),
                         ));
                     }
                     if q.is_negative() {
                         errs.push((
-                            at,
+                            at(),
                             format!("Invalid value: \"{q}\": must be greater than or equal to 0"),
                         ));
                     }
                 }
             }
-            check_requests_within_limits(&path, &requests, &limits, errs);
+            check_requests_within_limits(path, &c.requests, &c.limits, errs);
         }
     }
 }
 
 fn check_requests_within_limits(
-    path: &str,
+    path: impl Fn() -> String,
     requests: &ResourceList,
     limits: &ResourceList,
     errs: &mut Causes,
@@ -219,7 +207,7 @@ fn check_requests_within_limits(
             && request > limit
         {
             errs.push((
-                format!("{path}.requests"),
+                format!("{}.requests", path()),
                 format!(
                     "Invalid value: \"{request}\": must be less than or equal to {name} limit of {limit}"
                 ),
@@ -259,7 +247,10 @@ mod tests {
             json!({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "bad"}})
         );
         assert_eq!(
-            undecodable("pods", &pod).as_deref(),
+            PodResources::of(&pod)
+                .map_err(|e| e.error.to_string())
+                .err()
+                .as_deref(),
             Some(
                 "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
             )
@@ -297,7 +288,7 @@ mod tests {
             {"name": "a", "resources": {"requests": {"cpu": "2", "memory": "-1", "gpu": "1"}, "limits": {"cpu": "1"}}}
         ]}});
         let mut errs = Vec::new();
-        pod_errors(&pod, &mut errs);
+        pod_errors(&PodResources::lenient(&pod), &mut errs);
         assert_eq!(
             errs,
             [

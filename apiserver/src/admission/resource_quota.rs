@@ -4,17 +4,18 @@
 //! quota and says what to charge (upstream's `checkRequest`, with its
 //! messages).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use windlass_selector::Quantity;
 use windlass_selector::quota::{
-    Evaluator, SCOPES, ScopeRequirement, calculate_usage, quota_matches, scope_requirements,
+    Evaluator, SCOPES, ScopeRequirement, calculate_usage, pod_constraints, pod_usage,
+    scope_requirements,
 };
 use windlass_selector::resources::{
     self, ResourceList, list_to_json, mask, parse_list, pretty, subtract_non_negative,
-    without_zeros,
 };
+use windlass_selector::{PodResources, QosClass, Quantity};
 
 use super::Causes;
 
@@ -245,6 +246,16 @@ pub(super) struct Quota {
 }
 
 impl Quota {
+    /// This quota with `used` charged (what a charge does not change is shared).
+    pub(super) fn with_used(&self, used: ResourceList) -> Self {
+        Self {
+            name: self.name.clone(),
+            hard: self.hard.clone(),
+            used,
+            scopes: self.scopes.clone(),
+        }
+    }
+
     pub(super) fn of(v: &Value) -> Self {
         Self {
             name: v["metadata"]["name"].as_str().unwrap_or_default().into(),
@@ -255,26 +266,54 @@ impl Quota {
     }
 }
 
-/// Checks a create (`old` none) or update of `obj` against the namespace's
-/// quotas. `Ok` holds, per quota index, the `used` to charge; `Err` the
-/// reason the request is forbidden.
+/// The object being admitted, with what the quota rules read of it that
+/// admission has already worked out: a pod's parsed resources and its QoS
+/// class (asked only by a quota scoped by it).
+pub(super) struct Subject<'a> {
+    pub(super) obj: &'a Value,
+    pub(super) pod: Option<&'a PodResources>,
+    /// The pod's usage, if it was measured already.
+    pub(super) usage: Option<&'a ResourceList>,
+    pub(super) qos: &'a dyn Fn() -> QosClass,
+}
+
+impl Subject<'_> {
+    fn usage(&self, ev: &Evaluator) -> Result<Cow<'_, ResourceList>, String> {
+        match (ev, self.usage, self.pod) {
+            (Evaluator::Pods, Some(usage), _) => Ok(Cow::Borrowed(usage)),
+            (Evaluator::Pods, None, Some(pod)) => Ok(Cow::Owned(pod_usage(self.obj, pod))),
+            _ => ev
+                .usage(self.obj)
+                .map(Cow::Owned)
+                .map_err(|e| format!("cannot measure quota usage: {e}")),
+        }
+    }
+}
+
+/// Checks a create (`old` none) or update of `new.obj` against the
+/// namespace's quotas. `Ok` holds, per quota index, the `used` to charge;
+/// `Err` the reason the request is forbidden.
 pub(super) fn check(
     quotas: &[&Quota],
     ev: &Evaluator,
     old: Option<&Value>,
-    obj: &Value,
+    new: &Subject<'_>,
 ) -> Result<Vec<(usize, ResourceList)>, String> {
+    let obj = new.obj;
     if old.is_some_and(|old| !ev.handles_update(old, obj)) {
         return Ok(vec![]);
     }
     let mut interesting = Vec::new();
     for (i, q) in quotas.iter().enumerate() {
-        if !quota_matches(ev, q.hard.keys().map(String::as_str), &q.scopes, obj) {
+        let restricted = ev.matching_resources(q.hard.keys().map(String::as_str));
+        if restricted.is_empty() || !ev.matches_scopes_given(&q.scopes, obj, new.qos) {
             continue;
         }
-        let restricted = ev.matching_resources(q.hard.keys().map(String::as_str));
-        ev.constraints(&restricted, obj)
-            .map_err(|m| format!("failed quota: {}: {m}", q.name))?;
+        match (ev, new.pod) {
+            (Evaluator::Pods, Some(pod)) => pod_constraints(&restricted, obj, pod),
+            _ => ev.constraints(&restricted, obj),
+        }
+        .map_err(|m| format!("failed quota: {}: {m}", q.name))?;
         if restricted.iter().any(|r| !q.used.contains_key(*r)) {
             let mut names = restricted.clone();
             names.sort_unstable();
@@ -289,11 +328,7 @@ pub(super) fn check(
     if interesting.is_empty() {
         return Ok(vec![]);
     }
-    let usage = |o: &Value| {
-        ev.usage(o)
-            .map_err(|e| format!("cannot measure quota usage: {e}"))
-    };
-    let mut delta = usage(obj)?;
+    let mut delta = new.usage(ev)?;
     let negative = resources::negative_names(&delta);
     if !negative.is_empty() {
         return Err(format!(
@@ -302,10 +337,13 @@ pub(super) fn check(
         ));
     }
     if let Some(old) = old {
-        delta = subtract_non_negative(&delta, &usage(old)?);
+        let before = ev
+            .usage(old)
+            .map_err(|e| format!("cannot measure quota usage: {e}"))?;
+        delta = Cow::Owned(subtract_non_negative(&delta, &before));
     }
-    let delta = without_zeros(&delta);
-    if delta.is_empty() {
+    // Zeros are no change: they are skipped below.
+    if delta.values().all(Quantity::is_zero) {
         return Ok(vec![]);
     }
     let mut charges = Vec::new();
@@ -317,11 +355,15 @@ pub(super) fn check(
         let mut new_used: Option<ResourceList> = None;
         let mut over: Vec<&str> = Vec::new();
         for (name, hard) in q.hard.iter() {
-            let Some(d) = delta.get(name) else {
+            let Some(d) = delta.get(name).filter(|d| !d.is_zero()) else {
                 continue;
             };
             let used = new_used.get_or_insert_with(|| q.used.clone());
-            let u = used.entry(name.clone()).or_insert(Quantity::ZERO);
+            // (A name is copied only if `used` lacks it.)
+            let u = match used.get_mut(name) {
+                Some(u) => u,
+                None => used.entry(name.clone()).or_insert(Quantity::ZERO),
+            };
             u.add(d);
             if *u > *hard {
                 over.push(name);
@@ -337,7 +379,7 @@ pub(super) fn check(
                 pretty(&mask(&q.hard, names())),
             ));
         }
-        // The delta has no zeros: a quota it touches always changes.
+        // Zeros were skipped: a quota the delta touches always changes.
         if let Some(new_used) = new_used {
             charges.push((i, new_used));
         }

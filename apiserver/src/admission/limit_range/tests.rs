@@ -5,6 +5,22 @@ use serde_json::{Value, json};
 
 use super::*;
 
+/// [`default_pod`], checking that the defaults it adds to the parsed pod
+/// are what parsing the defaulted pod gives.
+fn defaulted(ranges: &[&Range], pod: &mut Value) {
+    let mut parsed = PodResources::of(pod).expect("the test's pod parses");
+    default_pod(ranges, pod, &mut parsed);
+    assert_eq!(Ok(parsed), PodResources::of(pod));
+}
+
+/// [`pod_violation`] of a pod as admission parses it.
+fn violation(ranges: &[&Range], pod: &Value) -> Option<String> {
+    pod_violation(
+        ranges,
+        &PodResources::of(pod).expect("the test's pod parses"),
+    )
+}
+
 fn range(limits: Value) -> Value {
     let mut lr = json!({"metadata": {"name": "lr"}, "spec": {"limits": limits}});
     default_range(&mut lr);
@@ -142,7 +158,7 @@ fn a_bare_pod_gets_the_defaults_and_the_annotation() {
         {"name": "side", "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}}},
     ]));
     p["spec"]["initContainers"] = json!([{"name": "init"}]);
-    default_pod(&[&Range::of(&lr)], &mut p);
+    defaulted(&[&Range::of(&lr)], &mut p);
     assert_eq!(
         p["spec"]["containers"][0]["resources"],
         json!({"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}})
@@ -164,7 +180,7 @@ fn a_bare_pod_gets_the_defaults_and_the_annotation() {
     // A range without defaults changes nothing.
     let mut q = pod(json!([{"name": "a"}]));
     let before = q.clone();
-    default_pod(
+    defaulted(
         &[&Range::of(&range(
             json!([{"type": "Pod", "max": {"cpu": "1"}}]),
         ))],
@@ -182,7 +198,7 @@ fn container_bounds_with_upstream_messages() {
     let lr = range(json!([{"type": "Container",
         "max": {"memory": "1Gi"}, "min": {"cpu": "100m"}, "maxLimitRequestRatio": {"cpu": "2"}}]));
     let check = |requests: Value, limits: Value| {
-        pod_violation(
+        violation(
             &[&Range::of(&lr)],
             &pod(json!([container(requests, limits)])),
         )
@@ -239,7 +255,7 @@ fn container_bounds_with_upstream_messages() {
     // range's defaults can lack it.
     let bare = pod(json!([{"name": "c"}]));
     assert_eq!(
-        pod_violation(&[&Range::of(&no_request)], &bare).as_deref(),
+        violation(&[&Range::of(&no_request)], &bare).as_deref(),
         Some("minimum cpu usage per Container is 100m.  No request is specified")
     );
 }
@@ -258,7 +274,7 @@ fn pod_bounds_sum_the_containers() {
         ),
     ]));
     assert_eq!(
-        pod_violation(&[&Range::of(&lr)], &p).as_deref(),
+        violation(&[&Range::of(&lr)], &p).as_deref(),
         Some("maximum cpu usage per Pod is 1, but limit is 1200m")
     );
     let small = pod(json!([container(
@@ -266,7 +282,7 @@ fn pod_bounds_sum_the_containers() {
         json!({"cpu": "500m", "memory": "200Mi"})
     )]));
     assert_eq!(
-        pod_violation(&[&Range::of(&lr)], &small).as_deref(),
+        violation(&[&Range::of(&lr)], &small).as_deref(),
         Some("minimum memory usage per Pod is 100Mi, but request is 50Mi")
     );
 }
@@ -309,7 +325,7 @@ fn the_first_range_broken_is_the_one_reported() {
         json!({"cpu": "800m"})
     )]));
     assert_eq!(
-        pod_violation(&[&Range::of(&a), &Range::of(&b)], &p).as_deref(),
+        violation(&[&Range::of(&a), &Range::of(&b)], &p).as_deref(),
         Some("maximum cpu usage per Container is 500m, but limit is 800m")
     );
 }

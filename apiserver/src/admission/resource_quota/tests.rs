@@ -30,7 +30,20 @@ fn admit(
 ) -> Result<Vec<(String, Value)>, String> {
     let qs: Vec<Quota> = quotas.iter().map(Quota::of).collect();
     let refs: Vec<&Quota> = qs.iter().collect();
-    check(&refs, ev, old, obj).map(|charges| {
+    // As admission reads a pod: parsed once, its QoS class from that.
+    let pod =
+        (*ev == Evaluator::Pods).then(|| PodResources::of(obj).expect("the test's pod parses"));
+    let qos = || {
+        pod.as_ref()
+            .map_or(QosClass::BestEffort, PodResources::qos_class)
+    };
+    let subject = Subject {
+        obj,
+        pod: pod.as_ref(),
+        usage: None,
+        qos: &qos,
+    };
+    check(&refs, ev, old, &subject).map(|charges| {
         charges
             .into_iter()
             .map(|(i, used)| (qs[i].name.to_string(), list_to_json(&used)))
