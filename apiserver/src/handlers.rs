@@ -143,7 +143,9 @@ async fn serve(
                 );
             }
             // Admission's work that needs no lock is done before it.
-            let early = crate::admission::early(&ctx.shared, &ctx.req(), &mut obj);
+            let req = ctx.req();
+            let governing = crate::admission::governing(&ctx.shared.peek(), &req, &obj);
+            let early = governing.and_then(|g| crate::admission::early(&req, g, &mut obj));
             let (w, pending) = {
                 let mut st = ctx.shared.lock_for_create();
                 let w = write::create(&mut st, &ctx.req(), obj, early);

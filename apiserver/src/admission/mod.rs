@@ -114,10 +114,21 @@ fn undecodable(req: &Req<'_>, why: String) -> ApiError {
 /// a write already answered, since they are read from the state itself.
 /// Quota is not read here: its check and charge stay under the lock.
 pub(crate) fn early(
-    shared: &crate::shared::Shared,
     req: &Req<'_>,
+    governing: Governing,
     obj: &mut Value,
 ) -> Option<ApiResult<Review>> {
+    if governing.ranges.is_empty() && !governing.quotas {
+        return None;
+    }
+    normalize("", "pods", obj);
+    Some(new_pod(req, &governing.ranges, governing.quotas, obj))
+}
+
+/// What governs a pod create in its namespace, read (under a brief lock
+/// the caller holds) for [`early`]: the LimitRanges, and whether there are
+/// quotas. `None`: not a pod create in a namespace, nothing to read.
+pub(crate) fn governing(st: &State, req: &Req<'_>, obj: &Value) -> Option<Governing> {
     let res = req.res;
     if !(res.group.is_empty() && res.plural == "pods" && res.namespaced)
         || req.ns.is_empty()
@@ -125,16 +136,16 @@ pub(crate) fn early(
     {
         return None;
     }
-    let (stored, quotas) = {
-        let st = shared.peek();
-        let stored = st.list(LIMIT_RANGES, Some(req.ns));
-        (stored, !st.list(QUOTAS, Some(req.ns)).is_empty())
-    };
-    if stored.is_empty() && !quotas {
-        return None;
-    }
-    normalize("", "pods", obj);
-    Some(new_pod(req, &stored, quotas, obj))
+    Some(Governing {
+        ranges: st.list(LIMIT_RANGES, Some(req.ns)),
+        quotas: !st.list(QUOTAS, Some(req.ns)).is_empty(),
+    })
+}
+
+/// See [`governing`].
+pub(crate) struct Governing {
+    ranges: Vec<Arc<Obj>>,
+    quotas: bool,
 }
 
 /// Step 2 for a pod being created, and what step 4 reads of it: its
