@@ -271,6 +271,11 @@ pub async fn metrics(host: &Host) -> String {
         help: "Time one reconcile takes (request, plugin call, writes), by plugin",
         rows: Vec::new(),
     };
+    let mut stages = Histograms {
+        name: "windlass_reconcile_stage",
+        help: "Time a reconcile spends in each stage, by plugin: queue (enqueue to start), call (the plugin in a fresh instance, with its teardown and the outcome's checks), writes (carrying out the outcome)",
+        rows: Vec::new(),
+    };
     for ControllerStats {
         name,
         file,
@@ -279,8 +284,17 @@ pub async fn metrics(host: &Host) -> String {
     } in host.controller_stats().await
     {
         let l = vec![("plugin".to_owned(), name.clone())];
-        queue_wait.rows.push((l.clone(), stats.queue_wait));
+        queue_wait.rows.push((l.clone(), stats.queue_wait.clone()));
         reconcile_time.rows.push((l.clone(), stats.reconcile_time));
+        for (stage, h) in [
+            ("queue", &stats.queue_wait),
+            ("call", &stats.call_time),
+            ("writes", &stats.write_time),
+        ] {
+            let mut labels = l.clone();
+            labels.push(("stage".to_owned(), stage.to_owned()));
+            stages.rows.push((labels, h.clone()));
+        }
         reconciles.get_or_create(&l).inc_by(stats.reconciles);
         failures.get_or_create(&l).inc_by(stats.failures);
         conflicts.get_or_create(&l).inc_by(stats.conflicts);
@@ -305,6 +319,7 @@ pub async fn metrics(host: &Host) -> String {
     }
     r.register_collector(Box::new(queue_wait));
     r.register_collector(Box::new(reconcile_time));
+    r.register_collector(Box::new(stages));
     write_limits(&mut r, host);
     // The names Kubernetes dashboards know, beside windlass's own.
     r.register_collector(Box::new(crate::conventions::Conventional::of(host).await));
@@ -350,9 +365,19 @@ pub async fn metrics(host: &Host) -> String {
         "windlass_cache_bytes",
         "Bytes cached (JSON text and headers), by informer",
     );
+    let mut informer_stages = Histograms {
+        name: "windlass_informer_stage",
+        help: "Time per watch event in each stage, by informer: decode (its line into an object), fanout (into the cache and to every subscriber)",
+        rows: Vec::new(),
+    };
     for informer in host.informers().all() {
         let l = vec![("informer".to_owned(), informer.spec().to_string())];
         let s = informer.stats();
+        for (stage, h) in [("decode", &s.decode_time), ("fanout", &s.fanout_time)] {
+            let mut labels = l.clone();
+            labels.push(("stage".to_owned(), stage.to_owned()));
+            informer_stages.rows.push((labels, h.snapshot()));
+        }
         lists.get_or_create(&l).inc_by(s.lists.load(Relaxed));
         relists.get_or_create(&l).inc_by(s.relists.load(Relaxed));
         restarts
@@ -365,6 +390,7 @@ pub async fn metrics(host: &Host) -> String {
         objects.get_or_create(&l).set(n as i64);
         bytes.get_or_create(&l).set(b as i64);
     }
+    r.register_collector(Box::new(informer_stages));
     let mut out = String::new();
     let _ = prometheus_client::encoding::text::encode(&mut out, &r);
     out

@@ -189,6 +189,31 @@ fn windlass_run_reconciles_what_kubectl_applies() {
             .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok());
         assert!(count.is_some_and(|n| n >= 1), "{family}: {metrics}");
     }
+    // Where the time goes, stage by stage: per plugin, and per informer
+    // for each watch event (the ReplicaSet's pods came as events).
+    let count_of = |series: &str| {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("{series} ")))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+    };
+    for stage in ["queue", "call", "writes"] {
+        let series = format!(
+            "windlass_reconcile_stage_seconds_count{{plugin=\"replicaset\",stage=\"{stage}\"}}"
+        );
+        assert!(
+            count_of(&series).is_some_and(|n| n >= 1),
+            "{series}: {metrics}"
+        );
+    }
+    for stage in ["decode", "fanout"] {
+        let series =
+            format!("windlass_informer_stage_seconds_count{{informer=\"pods\",stage=\"{stage}\"}}");
+        assert!(
+            count_of(&series).is_some_and(|n| n >= 1),
+            "{series}: {metrics}"
+        );
+    }
 
     let table = Command::new(env!("CARGO_BIN_EXE_windlass"))
         .args(["plugins", "--admin", &format!("127.0.0.1:{admin}")])

@@ -167,11 +167,14 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectKey) -> Result<Option<Durat
         last_failure: lock(&shared.retries).last_failure(key),
     };
     let plugin = shared.plugin();
+    let called = std::time::Instant::now();
     let outcome = if finalize {
-        plugin.finalize_async(request, shared.view()).await?
+        plugin.finalize_async(request, shared.view()).await
     } else {
-        plugin.reconcile_async(request, shared.view()).await?
+        plugin.reconcile_async(request, shared.view()).await
     };
+    shared.stats.call_time.observe(called.elapsed());
+    let outcome = outcome?;
 
     if outcome.prune_owned && !any_in_request {
         owned = owned_children(shared, object.as_deref());
@@ -186,7 +189,9 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectKey) -> Result<Option<Durat
         assume: binder.as_ref().map(|b| b as &dyn crate::writer::Assume),
     };
     let mut applied = Applied::default();
+    let writing = std::time::Instant::now();
     let result = shared.writer.execute(&target, &outcome, &mut applied).await;
+    shared.stats.write_time.observe(writing.elapsed());
     let writes = match &result {
         Ok(()) => Ok(()),
         Err(e) => Err(failed_write(e, applied.failed_at)),

@@ -23,6 +23,11 @@ pub struct ControllerStats {
     /// How long each reconcile took: building the request, the plugin call
     /// and the writes.
     pub reconcile_time: Histogram,
+    /// Of a reconcile: the plugin call (a fresh instance, the export, the
+    /// instance's teardown, the outcome's checks) ...
+    pub call_time: Histogram,
+    /// ... and carrying out its outcome (the writes, in order and batches).
+    pub write_time: Histogram,
     /// Plugin calls on a blocking thread rather than inline on the async
     /// worker, made by versions of the plugin replaced since (the running
     /// version counts its own; see `runtime/schedule.rs`).
@@ -42,6 +47,8 @@ pub struct StatsSnapshot {
     pub blocking_calls: u64,
     pub queue_wait: HistogramSnapshot,
     pub reconcile_time: HistogramSnapshot,
+    pub call_time: HistogramSnapshot,
+    pub write_time: HistogramSnapshot,
 }
 
 impl ControllerStats {
@@ -58,6 +65,8 @@ impl ControllerStats {
             blocking_calls: self.replaced_blocking_calls.load(Ordering::Relaxed) + blocking_calls,
             queue_wait: self.queue_wait.snapshot(),
             reconcile_time: self.reconcile_time.snapshot(),
+            call_time: self.call_time.snapshot(),
+            write_time: self.write_time.snapshot(),
         }
     }
 }

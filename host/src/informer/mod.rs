@@ -114,6 +114,11 @@ pub struct InformerStats {
     pub skipped: AtomicU64,
     /// The last list or watch failure, until a list or watch works again.
     last_error: std::sync::Mutex<Option<String>>,
+    /// Per watch event: decoding its line into an object (`decode`), and
+    /// applying it to the cache and handing the change to every subscriber
+    /// (`fanout`: queue adds, index tasks, `map` channels).
+    pub decode_time: crate::histogram::Histogram,
+    pub fanout_time: crate::histogram::Histogram,
 }
 
 impl InformerStats {

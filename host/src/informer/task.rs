@@ -156,9 +156,14 @@ impl Task {
                 tracing::warn!(informer = %self.spec, "skipping a watch event longer than {MAX_LINE} bytes");
             }
             while let Some(line) = lines.next_line() {
-                machine.step(Input::Event(decode::event(&line)), actions);
+                let started = std::time::Instant::now();
+                let event = decode::event(&line);
+                let decoded = std::time::Instant::now();
+                self.stats.decode_time.observe(decoded - started);
+                machine.step(Input::Event(event), actions);
                 let restart = actions.iter().any(|a| matches!(a, Action::Restart(_)));
                 let backoff = self.carry_out(actions);
+                self.stats.fanout_time.observe(decoded.elapsed());
                 if !machine.fetching() {
                     // The full state is in: others may fetch theirs.
                     *permit = None;
