@@ -86,8 +86,15 @@ fn existing_children_are_kept_and_extras_pruned() {
     let owned: Vec<_> = (0..4)
         .map(|i| windlass_tests::owned_pod("web", &format!("web-{i}"), i % 2 == 0))
         .collect();
+    // The plugin reads its pods through its index (an indexed `owns`
+    // watch), filed as the host files them.
+    let mut cache = StaticCache::new();
+    for pod in &owned {
+        cache.insert(pod.clone());
+    }
+    cache.index_for(&plugin).unwrap();
     let outcome = plugin
-        .reconcile(&request_for(&rs, &owned).unwrap(), Arc::new(EmptyCache))
+        .reconcile(&request_for(&rs, &[]).unwrap(), Arc::new(cache))
         .unwrap();
     let kept: Vec<String> = outcome
         .writes

@@ -76,6 +76,15 @@ fn new_pods(out: &Outcome) -> Vec<&Object> {
     out.applies().filter(|o| o.name().is_empty()).collect()
 }
 
+/// The `status` an outcome writes.
+fn status_written(out: &Outcome) -> serde_json::Value {
+    let object = out.writes.iter().find_map(|w| match w {
+        Write::UpdateStatus(o) => Some(o),
+        _ => None,
+    });
+    object.expect("a status write").get("status").unwrap().clone()
+}
+
 #[test]
 fn manifest_declares_replicasets_and_pods() {
     let h = H::new();
@@ -168,12 +177,7 @@ fn pods_are_read_from_the_index_not_the_request() {
     assert!(h.request(&key()).owned.is_empty());
     let out = h.reconcile_key(&key()).unwrap();
     assert_eq!(new_pods(&out).len(), 1);
-    let status = out.writes.iter().find_map(|w| match w {
-        Write::UpdateStatus(o) => Some(o.clone()),
-        _ => None,
-    });
-    let status = status.expect("a status write");
-    let status = status.get("status").unwrap();
+    let status = status_written(&out);
     assert_eq!(status["replicas"], 2);
     assert_eq!(status["readyReplicas"], 1);
 
@@ -207,12 +211,7 @@ fn fully_labeled_counts_pods_with_every_template_label() {
         let text = rs_yaml(2, "{}") + &pods.concat();
         let h = H::new().with_objects(&text).unwrap();
         let out = h.reconcile_key(&key()).unwrap();
-        let status = out.writes.iter().find_map(|w| match w {
-            Write::UpdateStatus(o) => Some(o.clone()),
-            _ => None,
-        });
-        let status = status.expect("a status write");
-        let status = status.get("status").unwrap();
+        let status = status_written(&out);
         assert_eq!(status["replicas"], 2, "{pods:?}");
         assert_eq!(status["fullyLabeledReplicas"], want, "{pods:?}");
     }
