@@ -52,6 +52,9 @@ pub(crate) fn check_stored(kind: &str, target: Target<'_>, obj: &Value) -> ApiRe
             )],
         ));
     }
+    if nesting::json_len_bound(obj) <= MAX_OBJECT_BYTES {
+        return Ok(());
+    }
     let len = nesting::json_len(obj);
     if len > MAX_OBJECT_BYTES {
         return Err(ApiError::new(
