@@ -470,7 +470,7 @@ async fn pod_ops(spec: &str) {
                 ),
                 "event" => (
                     "POST",
-                    format!("/api/v1/namespaces/default/events?fieldManager=windlass-kubelet"),
+                    "/api/v1/namespaces/default/events?fieldManager=windlass-kubelet".to_owned(),
                     format!(
                         r#"{{"apiVersion":"v1","kind":"Event","metadata":{{"generateName":"{name}.","namespace":"default"}},"involvedObject":{{"apiVersion":"v1","kind":"Pod","name":"{name}","namespace":"default","uid":"{uid}"}},"type":"Normal","reason":"Pulled","message":"Container image \"nginx\" already present on machine","source":{{"component":"windlass/kubelet"}},"reportingComponent":"windlass/kubelet","reportingInstance":"windlass/kubelet","firstTimestamp":"2026-01-01T00:00:00Z","lastTimestamp":"2026-01-01T00:00:00Z","count":1}}"#
                     ),

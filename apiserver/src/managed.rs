@@ -127,7 +127,7 @@ fn collect(v: &Value, field: &str, prefix: &mut Path, out: &mut FieldSet) {
 /// It follows [`field_set`] and [`collect`] step for step: a node for each
 /// segment of each path, `"."` in each keyed item's node.
 fn fields_v1_of(v: &Value) -> Map<String, Value> {
-    fn node<'m>(parent: &'m mut Map<String, Value>, seg: String) -> &'m mut Map<String, Value> {
+    fn node(parent: &mut Map<String, Value>, seg: String) -> &mut Map<String, Value> {
         match parent
             .entry(seg)
             .or_insert_with(|| Value::Object(Map::new()))
