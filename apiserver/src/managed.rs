@@ -362,14 +362,39 @@ pub(crate) fn entries(v: &Value) -> Vec<Entry> {
         .unwrap_or_default()
 }
 
+/// A `managedFields` entry. Built member by member: `json!` would copy
+/// `fields` (it serializes every value it is given into a new one).
+fn entry_json(
+    manager: &str,
+    operation: &str,
+    api_version: &str,
+    time: String,
+    fields: Value,
+) -> Value {
+    let mut m = Map::new();
+    m.insert("manager".into(), Value::String(manager.into()));
+    m.insert("operation".into(), Value::String(operation.into()));
+    m.insert("apiVersion".into(), Value::String(api_version.into()));
+    m.insert("time".into(), Value::String(time));
+    m.insert("fieldsType".into(), Value::String("FieldsV1".into()));
+    m.insert("fieldsV1".into(), fields);
+    Value::Object(m)
+}
+
 pub(crate) fn store_entries(v: &mut Value, es: &[Entry]) {
     let now = now_rfc3339();
     let list: Vec<Value> = es
         .iter()
         .filter(|e| !e.fields.is_empty())
         .map(|e| {
-            let mut x = json!({"manager": e.manager, "operation": e.operation, "apiVersion": e.api_version,
-                "time": e.time.clone().unwrap_or_else(|| now.clone()), "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(&e.fields)});
+            let time = e.time.clone().unwrap_or_else(|| now.clone());
+            let mut x = entry_json(
+                &e.manager,
+                &e.operation,
+                &e.api_version,
+                time,
+                to_fields_v1(&e.fields),
+            );
             if let Some(s) = &e.subresource {
                 x["subresource"] = json!(s);
             }
@@ -398,8 +423,13 @@ pub(crate) fn record_update(old: &Value, new: &mut Value, manager: &str, api_ver
         // the object's field set, as `store_entries` writes one.
         let fields = fields_v1_of(new);
         if !fields.is_empty() {
-            let entry = json!({"manager": manager, "operation": "Update", "apiVersion": api_version,
-                "time": now_rfc3339(), "fieldsType": "FieldsV1", "fieldsV1": fields});
+            let entry = entry_json(
+                manager,
+                "Update",
+                api_version,
+                now_rfc3339(),
+                Value::Object(fields),
+            );
             meta_mut(new).insert("managedFields".into(), Value::Array(vec![entry]));
         }
         return;
@@ -475,6 +505,11 @@ mod tests {
             json!({"metadata": "not an object", "data": []}),
             json!([1, 2]),
         ];
+        assert_eq!(
+            entry_json("m", "Update", "v1", "t".into(), json!({"f:a": {}})),
+            json!({"manager": "m", "operation": "Update", "apiVersion": "v1", "time": "t",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:a": {}}})
+        );
         assert_eq!(
             item_key("ports", &json!({"containerPort": 80, "name": "x"})).as_deref(),
             Some(r#"k:{"containerPort":80}"#)
