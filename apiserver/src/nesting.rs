@@ -111,31 +111,34 @@ pub(crate) fn json_len(v: &Value) -> usize {
     len
 }
 
-/// At least [`json_len`], found without reading strings or printing
+/// The nesting depth of `v` (as [`depth`]) and at least its [`json_len`],
+/// in one walk. The length is found without reading strings or printing
 /// numbers: each string byte counted as its longest escape (6), each
 /// number as the longest a number prints (24, `-1.7976931348623157e308`).
 /// Where this is within a limit, so is the exact length, which then need
-/// not be computed (every stored write checks its size).
-pub(crate) fn json_len_bound(v: &Value) -> usize {
-    let mut len = 0;
-    let mut stack = vec![v];
-    while let Some(v) = stack.pop() {
+/// not be computed (every stored write checks its depth and size).
+pub(crate) fn depth_and_len_bound(v: &Value) -> (usize, usize) {
+    let (mut deepest, mut len) = (0, 0);
+    let mut stack = vec![(v, 1)];
+    while let Some((v, level)) = stack.pop() {
         len += match v {
             Value::Null | Value::Bool(_) => 5,
             Value::Number(_) => 24,
             Value::String(s) => 2 + 6 * s.len(),
             Value::Array(a) => {
-                stack.extend(a.iter());
+                deepest = deepest.max(level);
+                stack.extend(a.iter().map(|c| (c, level + 1)));
                 2 + a.len()
             }
             Value::Object(m) => {
-                stack.extend(m.values());
+                deepest = deepest.max(level);
+                stack.extend(m.values().map(|c| (c, level + 1)));
                 let keys: usize = m.keys().map(|k| 3 + 6 * k.len()).sum();
                 2 + keys + m.len()
             }
         };
     }
-    len
+    (deepest, len)
 }
 
 /// A JSON string's length with its quotes and escapes.
@@ -314,7 +317,9 @@ mod tests {
             json!({"\u{0}": ["\u{2}", -1.7976931348623157e308, {"\u{3}\n": null}], "": {}}),
         ] {
             let exact = serde_json::to_vec(&v).unwrap().len();
-            assert!(json_len_bound(&v) >= exact, "{v}: {exact}");
+            let (deepest, bound) = depth_and_len_bound(&v);
+            assert!(bound >= exact, "{v}: {exact}");
+            assert_eq!(deepest, depth(&v), "{v}");
         }
     }
 
