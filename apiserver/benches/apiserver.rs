@@ -246,6 +246,10 @@ async fn main() {
         startup().await;
         return;
     }
+    if let Some(ops) = std::env::args().find_map(|a| a.strip_prefix("--ops=").map(str::to_owned)) {
+        pod_ops(&ops).await;
+        return;
+    }
     let n = if quick { 2_000 } else { 10_000 };
     println!("| metric | process | power-loss | target |");
     println!("|---|---|---|---|");
@@ -400,6 +404,133 @@ fn only() -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     let at = args.iter().position(|a| a == "--only")?;
     args.get(at + 1).cloned()
+}
+
+/// The writes one pod costs the server in the control-loop chain, each
+/// kind in turn for `n` pods, with the chain's three pod watches reading
+/// every change: `--ops=create,bind,status,event[:n]` runs the phases
+/// named (in that order, one client), for measuring one phase's cost by
+/// difference under `valgrind --tool=callgrind` (instruction counts are
+/// repeatable where times are not). Prints the seconds each phase took.
+async fn pod_ops(spec: &str) {
+    let (phases, n) = match spec.split_once(':') {
+        Some((p, n)) => (p, n.parse().expect("--ops=phases:n")),
+        None => (spec, 200),
+    };
+    let server = start(Config::new().in_memory().watch_history(100_000))
+        .await
+        .expect("server starts");
+    let addr = server.addr();
+    let c = client();
+    let owner = r#"{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"bench-5d8f"},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"bench"}},"template":{"metadata":{"labels":{"app":"bench"}},"spec":{"containers":[{"name":"web","image":"nginx"}]}}}}"#;
+    assert!(
+        post(
+            &c,
+            addr,
+            "/apis/apps/v1/namespaces/default/replicasets",
+            owner.into()
+        )
+        .await,
+        "the owner is created"
+    );
+    let rs = get_json(
+        &c,
+        addr,
+        "/apis/apps/v1/namespaces/default/replicasets/bench-5d8f",
+    )
+    .await;
+    let uid = rs["metadata"]["uid"].as_str().expect("a uid").to_owned();
+    let rv = server.current_revision();
+    let mut watches = Vec::new();
+    for selector in ["spec.nodeName%3D", "spec.nodeName!%3D", ""] {
+        let path = format!("/api/v1/pods?watch=true&resourceVersion={rv}&fieldSelector={selector}");
+        watches.push(tokio::spawn(async move {
+            let req = Request::get(format!("http://{addr}{path}"))
+                .body(Full::new(Bytes::new()))
+                .expect("valid request");
+            let mut body = client()
+                .request(req)
+                .await
+                .expect("watch opens")
+                .into_body();
+            while let Some(Ok(_)) = body.frame().await {}
+        }));
+    }
+    let pods = "/api/v1/namespaces/default/pods";
+    let manager = "fieldManager=windlass-replicaset";
+    for phase in phases.split(',') {
+        let t = Instant::now();
+        for i in 0..n {
+            let name = format!("bench-5d8f-{i:05}");
+            let (method, path, body, content_type) = match phase {
+                "create" => (
+                    "POST",
+                    format!("{pods}?{manager}"),
+                    format!(
+                        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","labels":{{"app":"bench","pod-template-hash":"5d8f"}},"ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"bench-5d8f","uid":"{uid}","controller":true,"blockOwnerDeletion":true}}]}},"spec":{{"containers":[{{"name":"web","image":"nginx","resources":{{"requests":{{"cpu":"100m","memory":"64Mi"}}}}}}],"terminationGracePeriodSeconds":1}}}}"#
+                    ),
+                    "application/json",
+                ),
+                "bind" => (
+                    "POST",
+                    format!("{pods}/{name}/binding?fieldManager=windlass-scheduler"),
+                    format!(
+                        r#"{{"apiVersion":"v1","kind":"Binding","metadata":{{"name":"{name}"}},"target":{{"apiVersion":"v1","kind":"Node","name":"node-{}"}}}}"#,
+                        i % 1000
+                    ),
+                    "application/json",
+                ),
+                "status" => (
+                    "PATCH",
+                    format!("{pods}/{name}/status?fieldManager=windlass-kubelet"),
+                    format!(
+                        r#"{{"status":{{"phase":"Running","hostIP":"10.0.0.1","podIP":"10.1.0.{}","startTime":"2026-01-01T00:00:00Z","conditions":[{{"type":"PodScheduled","status":"True","lastTransitionTime":"2026-01-01T00:00:00Z"}},{{"type":"Initialized","status":"True","lastTransitionTime":"2026-01-01T00:00:00Z"}},{{"type":"ContainersReady","status":"True","lastTransitionTime":"2026-01-01T00:00:00Z"}},{{"type":"Ready","status":"True","lastTransitionTime":"2026-01-01T00:00:00Z"}}],"containerStatuses":[{{"name":"web","image":"nginx","imageID":"docker.io/library/nginx@sha256:0","containerID":"containerd://{i}","ready":true,"started":true,"restartCount":0,"state":{{"running":{{"startedAt":"2026-01-01T00:00:00Z"}}}}}}]}}}}"#,
+                        i % 250
+                    ),
+                    "application/merge-patch+json",
+                ),
+                "event" => (
+                    "POST",
+                    "/api/v1/namespaces/default/events?fieldManager=windlass-kubelet".to_owned(),
+                    format!(
+                        r#"{{"apiVersion":"v1","kind":"Event","metadata":{{"generateName":"{name}.","namespace":"default"}},"involvedObject":{{"apiVersion":"v1","kind":"Pod","name":"{name}","namespace":"default","uid":"{uid}"}},"type":"Normal","reason":"Pulled","message":"Container image \"nginx\" already present on machine","source":{{"component":"windlass/kubelet"}},"reportingComponent":"windlass/kubelet","reportingInstance":"windlass/kubelet","firstTimestamp":"2026-01-01T00:00:00Z","lastTimestamp":"2026-01-01T00:00:00Z","count":1}}"#
+                    ),
+                    "application/json",
+                ),
+                other => panic!("unknown phase {other}"),
+            };
+            let req = Request::builder()
+                .method(method)
+                .uri(format!("http://{addr}{path}"))
+                .header("content-type", content_type)
+                .body(Full::new(Bytes::from(body)))
+                .expect("valid request");
+            let resp = c.request(req).await.expect("request");
+            let status = resp.status();
+            let answer = resp.into_body().collect().await.expect("body").to_bytes();
+            assert!(status.is_success(), "{phase} {name}: {status}: {answer:?}");
+        }
+        println!("{phase}: {n} in {:.3}s", t.elapsed().as_secs_f64());
+    }
+    server.shutdown().await;
+    for w in watches {
+        let _ = w.await;
+    }
+}
+
+async fn get_json(c: &HttpClient, addr: SocketAddr, path: &str) -> serde_json::Value {
+    let req = Request::get(format!("http://{addr}{path}"))
+        .body(Full::new(Bytes::new()))
+        .expect("valid request");
+    let body = c
+        .request(req)
+        .await
+        .expect("get")
+        .into_body()
+        .collect()
+        .await
+        .expect("body");
+    serde_json::from_slice(&body.to_bytes()).expect("JSON")
 }
 
 /// How many starts each startup figure is the median of.

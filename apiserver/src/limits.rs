@@ -40,7 +40,10 @@ pub(crate) fn check_body_depth(v: &Value) -> ApiResult<()> {
 /// [`MAX_DEPTH`] (422, naming the field) or is larger than
 /// [`MAX_OBJECT_BYTES`] (413).
 pub(crate) fn check_stored(kind: &str, target: Target<'_>, obj: &Value) -> ApiResult<()> {
-    if let Some(path) = nesting::too_deep(obj, MAX_DEPTH) {
+    let (depth, len_bound) = nesting::depth_and_len_bound(obj);
+    if depth > MAX_DEPTH
+        && let Some(path) = nesting::too_deep(obj, MAX_DEPTH)
+    {
         return Err(ApiError::invalid(
             kind,
             target,
@@ -51,6 +54,9 @@ pub(crate) fn check_stored(kind: &str, target: Target<'_>, obj: &Value) -> ApiRe
                 ),
             )],
         ));
+    }
+    if len_bound <= MAX_OBJECT_BYTES {
+        return Ok(());
     }
     let len = nesting::json_len(obj);
     if len > MAX_OBJECT_BYTES {

@@ -39,14 +39,14 @@ pub(crate) fn field_set(v: &Value, with_status: bool) -> FieldSet {
             if k == "apiVersion" || k == "kind" || (k == "status" && !with_status) {
                 continue;
             }
-            let mut p = vec![format!("f:{k}")];
+            let mut p = vec![member(k)];
             if k == "metadata" {
                 if let Some(mm) = x.as_object() {
                     for (mk, mx) in mm
                         .iter()
                         .filter(|(mk, _)| !SKIP_META.contains(&mk.as_str()))
                     {
-                        p.push(format!("f:{mk}"));
+                        p.push(member(mk));
                         collect(mx, mk, &mut p, &mut out);
                         p.pop();
                     }
@@ -59,10 +59,27 @@ pub(crate) fn field_set(v: &Value, with_status: bool) -> FieldSet {
     out
 }
 
+/// The segment of member `k`, `f:k` (built directly: this runs for every
+/// field of every object written, and `format!` costs several times more).
+fn member(k: &str) -> String {
+    let mut s = String::with_capacity(k.len() + 2);
+    s.push_str("f:");
+    s.push_str(k);
+    s
+}
+
 fn item_key(field: &str, item: &Value) -> Option<String> {
     let key = patch::merge_key(field, item)?;
     let id = item.get(key)?;
-    Some(format!("k:{}", json!({ key: id })))
+    // `k:{"name":"web"}`: the one-member object `{key: id}` as compact JSON,
+    // written out without building it (merge keys need no escaping).
+    let mut s = String::with_capacity(key.len() + 16);
+    s.push_str("k:{\"");
+    s.push_str(key);
+    s.push_str("\":");
+    s.push_str(&id.to_string());
+    s.push('}');
+    Some(s)
 }
 
 /// The longest field path tracked: a path of `n` segments nests `n + 1`
@@ -80,7 +97,7 @@ fn collect(v: &Value, field: &str, prefix: &mut Path, out: &mut FieldSet) {
     match v {
         Value::Object(m) if !m.is_empty() => {
             for (k, x) in m {
-                prefix.push(format!("f:{k}"));
+                prefix.push(member(k));
                 collect(x, k, prefix, out);
                 prefix.pop();
             }
@@ -91,7 +108,7 @@ fn collect(v: &Value, field: &str, prefix: &mut Path, out: &mut FieldSet) {
                 out.insert(prefix.clone());
                 if let Value::Object(m) = i {
                     for (k, x) in m {
-                        prefix.push(format!("f:{k}"));
+                        prefix.push(member(k));
                         collect(x, k, prefix, out);
                         prefix.pop();
                     }
@@ -103,6 +120,75 @@ fn collect(v: &Value, field: &str, prefix: &mut Path, out: &mut FieldSet) {
             out.insert(prefix.clone());
         }
     }
+}
+
+/// `to_fields_v1(&field_set(v, false))`, built in one walk of `v` without
+/// the set of paths between (every create records one: its whole object).
+/// It follows [`field_set`] and [`collect`] step for step: a node for each
+/// segment of each path, `"."` in each keyed item's node.
+fn fields_v1_of(v: &Value) -> Map<String, Value> {
+    fn node(parent: &mut Map<String, Value>, seg: String) -> &mut Map<String, Value> {
+        match parent
+            .entry(seg)
+            .or_insert_with(|| Value::Object(Map::new()))
+        {
+            Value::Object(m) => m,
+            _ => unreachable!("fieldsV1 nodes are objects"),
+        }
+    }
+    /// `v`, the value of `field`, below `at`, the node of a path of `len`
+    /// segments (the node itself stands for the path's leaf).
+    fn walk(v: &Value, field: &str, at: &mut Map<String, Value>, len: usize) {
+        if len + 2 > MAX_FIELD_PATH {
+            return;
+        }
+        match v {
+            Value::Object(m) if !m.is_empty() => {
+                for (k, x) in m {
+                    walk(x, k, node(at, member(k)), len + 1);
+                }
+            }
+            Value::Array(a) if !a.is_empty() => {
+                let Some(keys) = a
+                    .iter()
+                    .map(|i| item_key(field, i))
+                    .collect::<Option<Vec<String>>>()
+                else {
+                    return;
+                };
+                for (i, key) in a.iter().zip(keys) {
+                    let item = node(at, key);
+                    item.entry(".").or_insert_with(|| Value::Object(Map::new()));
+                    if let Value::Object(m) = i {
+                        for (k, x) in m {
+                            walk(x, k, node(item, member(k)), len + 2);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut root = Map::new();
+    for (k, x) in v.as_object().into_iter().flatten() {
+        if k == "apiVersion" || k == "kind" || k == "status" {
+            continue;
+        }
+        if k == "metadata" {
+            for (mk, mx) in x
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(mk, _)| !SKIP_META.contains(&mk.as_str()))
+            {
+                let meta = node(&mut root, member(k));
+                walk(mx, mk, node(meta, member(mk)), 2);
+            }
+            continue;
+        }
+        walk(x, k, node(&mut root, member(k)), 1);
+    }
+    root
 }
 
 /// Finds values by field path in one object. Each keyed list is indexed by
@@ -276,14 +362,39 @@ pub(crate) fn entries(v: &Value) -> Vec<Entry> {
         .unwrap_or_default()
 }
 
+/// A `managedFields` entry. Built member by member: `json!` would copy
+/// `fields` (it serializes every value it is given into a new one).
+fn entry_json(
+    manager: &str,
+    operation: &str,
+    api_version: &str,
+    time: String,
+    fields: Value,
+) -> Value {
+    let mut m = Map::new();
+    m.insert("manager".into(), Value::String(manager.into()));
+    m.insert("operation".into(), Value::String(operation.into()));
+    m.insert("apiVersion".into(), Value::String(api_version.into()));
+    m.insert("time".into(), Value::String(time));
+    m.insert("fieldsType".into(), Value::String("FieldsV1".into()));
+    m.insert("fieldsV1".into(), fields);
+    Value::Object(m)
+}
+
 pub(crate) fn store_entries(v: &mut Value, es: &[Entry]) {
     let now = now_rfc3339();
     let list: Vec<Value> = es
         .iter()
         .filter(|e| !e.fields.is_empty())
         .map(|e| {
-            let mut x = json!({"manager": e.manager, "operation": e.operation, "apiVersion": e.api_version,
-                "time": e.time.clone().unwrap_or_else(|| now.clone()), "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(&e.fields)});
+            let time = e.time.clone().unwrap_or_else(|| now.clone());
+            let mut x = entry_json(
+                &e.manager,
+                &e.operation,
+                &e.api_version,
+                time,
+                to_fields_v1(&e.fields),
+            );
             if let Some(s) = &e.subresource {
                 x["subresource"] = json!(s);
             }
@@ -300,9 +411,31 @@ pub(crate) fn store_entries(v: &mut Value, es: &[Entry]) {
 
 /// Records that `manager` (an Update) changed the fields that differ between `old` and `new`.
 pub(crate) fn record_update(old: &Value, new: &mut Value, manager: &str, api_version: &str) {
-    let mut es = entries(old);
-    let old_set = field_set(old, false);
+    // A status write (the kubelet's, a controller's) changes nothing an
+    // update's field set holds: found by one comparison, without building
+    // the sets of both objects only to find them equal.
+    if crate::object::same_outside_status(old, new) {
+        return;
+    }
+    if old.as_object().is_none_or(Map::is_empty) {
+        // A create: every field the new object sets is a change, and there
+        // is no earlier entry to take any from: the manager's entry is
+        // the object's field set, as `store_entries` writes one.
+        let fields = fields_v1_of(new);
+        if !fields.is_empty() {
+            let entry = entry_json(
+                manager,
+                "Update",
+                api_version,
+                now_rfc3339(),
+                Value::Object(fields),
+            );
+            meta_mut(new).insert("managedFields".into(), Value::Array(vec![entry]));
+        }
+        return;
+    }
     let new_set = field_set(new, false);
+    let old_set = field_set(old, false);
     let changed: FieldSet = {
         let (lo, ln) = (Lookup::new(old), Lookup::new(new));
         new_set
@@ -315,6 +448,7 @@ pub(crate) fn record_update(old: &Value, new: &mut Value, manager: &str, api_ver
     if changed.is_empty() && removed.is_empty() {
         return;
     }
+    let mut es = entries(old);
     for e in &mut es {
         let before = e.fields.len();
         e.fields
@@ -341,4 +475,55 @@ pub(crate) fn record_update(old: &Value, new: &mut Value, manager: &str, api_ver
         }),
     }
     store_entries(new, &es);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `record_update` writes for a create, built directly, is what
+    /// the field set of the object makes: keyed lists (a repeated key
+    /// too), atomic lists, empty objects, and paths cut at the depth limit.
+    #[test]
+    fn a_creates_fields_are_its_field_set() {
+        let mut deep = json!("leaf");
+        for i in 0..MAX_FIELD_PATH + 3 {
+            deep = json!({ format!("l{i}"): deep, "x": i });
+        }
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "d", "uid": "u", "labels": {"app": "a", "t": ""},
+                    "annotations": {}, "ownerReferences": [{"uid": "o", "name": "rs", "controller": true}],
+                    "finalizers": ["a", "b"], "managedFields": [{"manager": "m"}]},
+                "spec": {"containers": [{"name": "web", "image": "nginx", "ports": [{"containerPort": 80}, {"containerPort": 80, "protocol": "UDP"}],
+                    "env": [{"name": "A", "value": "1"}, {"name": "A"}], "resources": {"requests": {"cpu": "1"}}},
+                    {"name": "side", "args": ["x", "y"]}], "volumes": [{"name": "v"}, {"emptyDir": {}}], "nodeName": null},
+                "status": {"phase": "Pending"}}),
+            json!({"apiVersion": "v1", "kind": "Event", "metadata": {"generateName": "p."},
+                "involvedObject": {"kind": "Pod", "name": "p"}, "count": 1, "deep": deep}),
+            json!({"metadata": {"name": "only-skipped"}}),
+            json!({"metadata": "not an object", "data": []}),
+            json!([1, 2]),
+        ];
+        assert_eq!(
+            entry_json("m", "Update", "v1", "t".into(), json!({"f:a": {}})),
+            json!({"manager": "m", "operation": "Update", "apiVersion": "v1", "time": "t",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:a": {}}})
+        );
+        assert_eq!(
+            item_key("ports", &json!({"containerPort": 80, "name": "x"})).as_deref(),
+            Some(r#"k:{"containerPort":80}"#)
+        );
+        assert_eq!(
+            item_key("env", &json!({"name": "a\"b"})),
+            Some(format!("k:{}", json!({"name": "a\"b"})))
+        );
+        for v in objects {
+            assert_eq!(
+                Value::Object(fields_v1_of(&v)),
+                to_fields_v1(&field_set(&v, false)),
+                "{v}"
+            );
+        }
+    }
 }

@@ -111,6 +111,36 @@ pub(crate) fn json_len(v: &Value) -> usize {
     len
 }
 
+/// The nesting depth of `v` (as [`depth`]) and at least its [`json_len`],
+/// in one walk. The length is found without reading strings or printing
+/// numbers: each string byte counted as its longest escape (6), each
+/// number as the longest a number prints (24, `-1.7976931348623157e308`).
+/// Where this is within a limit, so is the exact length, which then need
+/// not be computed (every stored write checks its depth and size).
+pub(crate) fn depth_and_len_bound(v: &Value) -> (usize, usize) {
+    let (mut deepest, mut len) = (0, 0);
+    let mut stack = vec![(v, 1)];
+    while let Some((v, level)) = stack.pop() {
+        len += match v {
+            Value::Null | Value::Bool(_) => 5,
+            Value::Number(_) => 24,
+            Value::String(s) => 2 + 6 * s.len(),
+            Value::Array(a) => {
+                deepest = deepest.max(level);
+                stack.extend(a.iter().map(|c| (c, level + 1)));
+                2 + a.len()
+            }
+            Value::Object(m) => {
+                deepest = deepest.max(level);
+                stack.extend(m.values().map(|c| (c, level + 1)));
+                let keys: usize = m.keys().map(|k| 3 + 6 * k.len()).sum();
+                2 + keys + m.len()
+            }
+        };
+    }
+    (deepest, len)
+}
+
 /// A JSON string's length with its quotes and escapes.
 pub(crate) fn string_len(s: &str) -> usize {
     2 + s
@@ -273,6 +303,23 @@ mod tests {
             json!({"a": [1, 2, {"b": null, "": ""}], "c": {}, "d": []}),
         ] {
             assert_eq!(json_len(&v), serde_json::to_vec(&v).unwrap().len(), "{v}");
+        }
+    }
+
+    #[test]
+    fn the_bound_is_never_below_the_length() {
+        for v in [
+            json!(null),
+            json!(false),
+            json!(-2.2250738585072014e-308),
+            json!(-9223372036854775808i64),
+            json!("\u{1}\u{1f}"),
+            json!({"\u{0}": ["\u{2}", -1.7976931348623157e308, {"\u{3}\n": null}], "": {}}),
+        ] {
+            let exact = serde_json::to_vec(&v).unwrap().len();
+            let (deepest, bound) = depth_and_len_bound(&v);
+            assert!(bound >= exact, "{v}: {exact}");
+            assert_eq!(deepest, depth(&v), "{v}");
         }
     }
 

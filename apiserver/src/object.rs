@@ -85,18 +85,28 @@ pub(crate) fn name_suffix() -> String {
         .collect()
 }
 
-/// Everything but `metadata` and `status`: what bumps `generation`.
-pub(crate) fn spec_part(v: &Value) -> Map<String, Value> {
+/// The members of `v` other than `skip`, in key order, borrowed.
+fn members_but<'a>(
+    v: &'a Value,
+    skip: &'a [&'a str],
+) -> impl Iterator<Item = (&'a String, &'a Value)> + 'a {
     v.as_object()
-        .map(|m| {
-            m.iter()
-                .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                })
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|m| m.iter())
+        .filter(move |(k, _)| !skip.contains(&k.as_str()))
+}
+
+/// Whether `a` and `b` differ in anything but `metadata` and `status`:
+/// what bumps `generation`. Compared in place, as it runs on every update.
+pub(crate) fn spec_differs(a: &Value, b: &Value) -> bool {
+    const NOT_SPEC: [&str; 4] = ["metadata", "status", "apiVersion", "kind"];
+    !members_but(a, &NOT_SPEC).eq(members_but(b, &NOT_SPEC))
+}
+
+/// Whether `a` and `b` are the same objects outside `status` (a status
+/// write that changed nothing else).
+pub(crate) fn same_outside_status(a: &Value, b: &Value) -> bool {
+    a.is_object() && b.is_object() && members_but(a, &["status"]).eq(members_but(b, &["status"]))
 }
 
 #[cfg(test)]

@@ -261,7 +261,7 @@ impl KindSchema {
     /// reports them (`spec.template.spec.containers[0].bogus`).
     pub(crate) fn prune(&self, v: &mut Value) -> Vec<String> {
         let mut unknown = Vec::new();
-        prune_node(&self.schema, self.root, v, "", &mut unknown);
+        prune_node(&self.schema, self.root, v, &mut String::new(), &mut unknown);
         unknown.sort();
         unknown
     }
@@ -300,18 +300,29 @@ impl KindSchema {
     }
 }
 
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{path}.{key}")
+/// `path` extended by the member `key`, as kube prints a field's path.
+fn push_key(path: &mut String, key: &str) {
+    if !path.is_empty() {
+        path.push('.');
     }
+    path.push_str(key);
 }
 
-fn prune_node(s: &Schema, node: usize, v: &mut Value, path: &str, unknown: &mut Vec<String>) {
+/// Prunes `v` by schema node `node`. `path` is where `v` is, kept in one
+/// buffer that each level extends and truncates again: a path is only
+/// copied out for a field that is dropped, so a body with nothing unknown
+/// (nearly every write) costs no allocation per field.
+fn prune_node(
+    s: &Schema,
+    node: usize,
+    v: &mut Value,
+    path: &mut String,
+    unknown: &mut Vec<String>,
+) {
     let Some(n) = s.nodes.get(node) else {
         return;
     };
+    let at = path.len();
     match (n, v) {
         (Node::ObjectMeta, v) => {
             let meta = builtins();
@@ -321,7 +332,10 @@ fn prune_node(s: &Schema, node: usize, v: &mut Value, path: &str, unknown: &mut 
         }
         (Node::Array(item), Value::Array(items)) => {
             for (i, x) in items.iter_mut().enumerate() {
-                prune_node(s, *item, x, &format!("{path}[{i}]"), unknown);
+                use std::fmt::Write as _;
+                let _ = write!(path, "[{i}]");
+                prune_node(s, *item, x, path, unknown);
+                path.truncate(at);
             }
         }
         (
@@ -347,12 +361,16 @@ fn prune_node(s: &Schema, node: usize, v: &mut Value, path: &str, unknown: &mut 
                     },
                 };
                 if let Some(c) = child {
-                    prune_node(s, c, x, &join(path, k), unknown);
+                    push_key(path, k);
+                    prune_node(s, c, x, path, unknown);
+                    path.truncate(at);
                 }
             }
             for k in drop {
                 m.remove(&k);
-                unknown.push(join(path, &k));
+                push_key(path, &k);
+                unknown.push(path.clone());
+                path.truncate(at);
             }
         }
         _ => {}

@@ -90,7 +90,14 @@ impl Watcher {
             }
             (EventType::Modified, false, true) => Some(self.line("ADDED", &ev.obj, None)),
             (EventType::Modified, true, false) => {
-                let mut v = ev.prev.as_ref()?.value.clone();
+                let prev = &ev.prev.as_ref()?.value;
+                if self.shape == Shape::Object
+                    && let Some(bytes) =
+                        represent::object_bytes_at(&self.res, &self.version, prev, ev.rv)
+                {
+                    return Some(event_line("DELETED", &bytes));
+                }
+                let mut v = prev.clone();
                 v["metadata"]["resourceVersion"] = json!(ev.rv.to_string());
                 Some(self.line("DELETED", &Obj::new(ev.rv, v), None))
             }

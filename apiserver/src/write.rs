@@ -433,15 +433,24 @@ pub(crate) fn merge_parts(req: &Req<'_>, old: &Value, body: Value, part: Part) -
             n
         }
         Part::Status => {
-            let mut n = old.clone();
-            match body.get("status") {
-                Some(s) => n["status"] = s.clone(),
-                None => {
-                    if let Some(m) = n.as_object_mut() {
-                        m.remove("status");
+            // A status write's body is mostly the stored object with a new
+            // status (a patch applied to it, or what a controller read): then
+            // it is the result itself, and the stored one is not copied.
+            let mut n = if object::same_outside_status(old, &body) {
+                body
+            } else {
+                let mut body = body;
+                let mut n = old.clone();
+                match body.as_object_mut().and_then(|m| m.remove("status")) {
+                    Some(s) => n["status"] = s,
+                    None => {
+                        if let Some(m) = n.as_object_mut() {
+                            m.remove("status");
+                        }
                     }
                 }
-            }
+                n
+            };
             if req.res.group == "certificates.k8s.io" {
                 crate::certificates::keep_approval(old, &mut n);
             }
@@ -535,7 +544,7 @@ pub(crate) fn commit_update(
     let admitted = admission::validate(st, req, &review, Some(&old.value), &new, &name)?;
     if req.res.has_generation() {
         let generation = old.value["metadata"]["generation"].as_i64().unwrap_or(1);
-        let bump = object::spec_part(&old.value) != object::spec_part(&new);
+        let bump = object::spec_differs(&old.value, &new);
         meta_mut(&mut new).insert(
             "generation".into(),
             json!(if bump { generation + 1 } else { generation }),

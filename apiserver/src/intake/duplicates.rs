@@ -5,7 +5,7 @@
 //! document order beside unknown fields.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -107,7 +107,7 @@ impl<'de> Visitor<'de> for Node<'_> {
         let mut items = Vec::new();
         loop {
             let base = walk.path.len();
-            walk.path.push_str(&format!("[{}]", items.len()));
+            let _ = write!(walk.path, "[{}]", items.len());
             let next = seq.next_element_seed(Node(&mut *walk))?;
             walk.path.truncate(base);
             match next {
@@ -120,7 +120,6 @@ impl<'de> Visitor<'de> for Node<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let walk = self.0;
         let mut m = Map::new();
-        let mut seen = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
             let base = walk.path.len();
             if base > 0 {
@@ -133,7 +132,8 @@ impl<'de> Visitor<'de> for Node<'_> {
             {
                 walk.found.entry(walk.path.clone()).or_insert(walk.place);
             }
-            if !seen.insert(key.clone()) {
+            // The map holds every key read so far: no set of copies beside it.
+            if m.contains_key(&key) {
                 walk.duplicates.push((walk.place, walk.path.clone()));
             }
             let v = map.next_value_seed(Node(&mut *walk))?;
