@@ -1,5 +1,8 @@
 //! The convergence part: many ReplicaSets created at once, timed until a
-//! watch of the bench's own sees every status at its replicas.
+//! watch of the bench's own sees every status at its replicas. Each run has
+//! a fresh durable server (SQLite in a temporary directory, the server's
+//! default durability); the sides alternate, windlass first, and the row
+//! shows each side's median.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -19,7 +22,7 @@ use windlass_apiserver::RunningServer;
 
 use super::load::{PODS, REPLICASETS, create_many, get, http, replicaset_body};
 use super::table::thousands;
-use super::{REPLICAS, host_config, plugin_path};
+use super::{REPLICAS, durable_server, host_config, plugin_path};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Side {
@@ -32,6 +35,52 @@ pub(crate) struct Converged {
     pub(crate) pods: u64,
 }
 
+/// Every run of each side, in the order they ran (alternated).
+pub(crate) struct Rounds {
+    pub(crate) replicasets: u64,
+    pub(crate) windlass: Vec<Converged>,
+    pub(crate) peer: Vec<Converged>,
+}
+
+/// The median of `xs` (the mean of the middle two for an even count).
+pub(crate) fn median(xs: &[f64]) -> f64 {
+    let mut xs = xs.to_vec();
+    xs.sort_by(f64::total_cmp);
+    match xs.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => xs[n / 2],
+        n => (xs[n / 2 - 1] + xs[n / 2]) / 2.0,
+    }
+}
+
+/// `rounds` × (windlass, then the peer), each on a fresh durable server.
+pub(crate) fn alternated(
+    servers: &Runtime,
+    controllers: &Runtime,
+    replicasets: u64,
+    rounds: u64,
+) -> Rounds {
+    let mut out = Rounds {
+        replicasets,
+        windlass: Vec::new(),
+        peer: Vec::new(),
+    };
+    for round in 1..=rounds {
+        for side in [Side::Windlass, Side::Peer] {
+            eprintln!("convergence round {round}/{rounds}:");
+            let dir = tempfile::tempdir().expect("a temporary data directory");
+            let server = servers.block_on(durable_server(dir.path()));
+            let c = converge(servers, controllers, &server, replicasets, side);
+            servers.block_on(server.shutdown());
+            match side {
+                Side::Windlass => out.windlass.push(c),
+                Side::Peer => out.peer.push(c),
+            }
+        }
+    }
+    out
+}
+
 /// Watches ReplicaSets (through a windlass informer of the bench's own) and
 /// counts those whose status says [`REPLICAS`].
 pub(crate) struct Observer {
@@ -41,7 +90,7 @@ pub(crate) struct Observer {
 }
 
 impl Observer {
-    async fn start(client: ApiClient) -> Self {
+    pub(crate) async fn start(client: ApiClient) -> Self {
         let discovery = Arc::new(Discovery::new(client.clone()));
         let informers = Informers::new(client, discovery, InformerConfig::default(), 4);
         let informer = informers
@@ -87,7 +136,7 @@ impl Observer {
         }
     }
 
-    fn converged(&self) -> u64 {
+    pub(crate) fn converged(&self) -> u64 {
         self.done.lock().unwrap_or_else(|e| e.into_inner()).len() as u64
     }
 }
