@@ -45,7 +45,7 @@ const STALE_RETRY: Duration = Duration::from_millis(20);
 pub const MANAGER: &str = "windlass-peer";
 
 /// Settings of the peer controller.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Config {
     /// Watch ReplicaSets and Pods in this namespace only (all when `None`).
     pub namespace: Option<String>,
@@ -54,16 +54,6 @@ pub struct Config {
     pub label_selector: Option<String>,
     /// Reconciles at once; 0 (the default, as kube-runtime's) is unbounded.
     pub concurrency: u16,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            namespace: None,
-            label_selector: None,
-            concurrency: 0,
-        }
-    }
 }
 
 /// Why a reconcile failed.
