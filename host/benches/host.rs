@@ -12,7 +12,8 @@
 //! `WINDLASS_BENCH_ROUNDS` (2 runs of each side), `WINDLASS_BENCH_RATE`
 //! (10,000 events/s), `WINDLASS_BENCH_EVENTS` (30,000),
 //! `WINDLASS_BENCH_DENSITY` (the Ns, `1,5,20`), `WINDLASS_BENCH_DENSITY_PODS`
-//! (10,000 preloaded), `WINDLASS_BENCH_DENSITY_RS` (50 per instance),
+//! (10,000 preloaded), `WINDLASS_BENCH_DENSITY_RS` (2,000, split among the
+//! instances),
 //! `WINDLASS_BENCH_FAIR_EVENTS` (10,000) and `WINDLASS_BENCH_FAIR_RATE`
 //! (1,000/s). Prints a table; asserts only that each side did the work.
 //!
@@ -104,7 +105,7 @@ impl Sizes {
             events: get("WINDLASS_BENCH_EVENTS", 30_000, 10_000),
             density,
             density_pods: get("WINDLASS_BENCH_DENSITY_PODS", 10_000, 1_000),
-            density_rs: get("WINDLASS_BENCH_DENSITY_RS", 50, 5).max(1),
+            density_rs: get("WINDLASS_BENCH_DENSITY_RS", 2_000, 200).max(1),
             fair_events: get("WINDLASS_BENCH_FAIR_EVENTS", 10_000, 2_000).max(1),
             fair_rate: get("WINDLASS_BENCH_FAIR_RATE", 1_000, 1_000).max(1),
         }

@@ -6,8 +6,9 @@
 //! so resident memory is theirs alone: the host's one process, or the sum
 //! of the N peers'.
 //!
-//! Timed: spawn → every instance synced (all its watches listed), then N ×
-//! the ReplicaSets created at once → every status at its replicas (the
+//! Timed: spawn → every instance synced (all its watches listed), then the
+//! ReplicaSets (the same number at every N, each labelled for one instance
+//! in turn) created at once → every status at its replicas (the
 //! convergence part's observer). Then the children's resident memory is
 //! read. The watches each side holds are counted afterwards, in a second,
 //! untimed start behind the counting proxy ([`super::census`]).
@@ -27,7 +28,6 @@ use windlass::runtime::RuntimeConfig;
 use super::census::Census;
 use super::converge::{Observer, live_pods};
 use super::load::{PODS, REPLICASETS, create_many, labelled_replicaset, pod_body};
-use super::table::thousands;
 use super::{
     CHILD_ANSWER, CHILD_KUBECONFIG, CHILD_ROLE, REPLICAS, durable_server, host_config, plugin_path,
     runtime,
@@ -68,9 +68,10 @@ impl DensitySide {
 
 pub(crate) struct Density {
     pub(crate) n: u64,
-    /// Pods preloaded (other workloads'), and ReplicaSets per instance.
+    /// Pods preloaded (other workloads'), and ReplicaSets in all (split
+    /// evenly among the instances).
     pub(crate) preloaded: u64,
-    pub(crate) per_instance: u64,
+    pub(crate) replicasets: u64,
     pub(crate) windlass: DensitySide,
     pub(crate) peer: DensitySide,
 }
@@ -109,7 +110,7 @@ pub(crate) fn density(
     controllers: &Runtime,
     n: u64,
     preloaded: u64,
-    per_instance: u64,
+    replicasets: u64,
 ) -> Density {
     let plugins = plugin_dir(n);
     let artifacts = tempfile::tempdir().expect("an artifact directory");
@@ -129,7 +130,7 @@ pub(crate) fn density(
             controllers,
             n,
             preloaded,
-            per_instance,
+            replicasets,
             side,
             &plugin,
             artifacts.path(),
@@ -138,7 +139,7 @@ pub(crate) fn density(
     Density {
         n,
         preloaded,
-        per_instance,
+        replicasets,
         windlass: run(Side::Windlass),
         peer: run(Side::Peer),
     }
@@ -150,7 +151,7 @@ fn run_side(
     controllers: &Runtime,
     n: u64,
     preloaded: u64,
-    per_instance: u64,
+    total: u64,
     side: Side,
     plugin: &Path,
     artifacts: &Path,
@@ -179,7 +180,6 @@ fn run_side(
             .expect("client");
         Observer::start(client).await
     });
-    let total = n * per_instance;
     let started = Instant::now();
     let create = servers.spawn(create_many(
         addr,
@@ -382,16 +382,7 @@ pub(crate) fn child_peer() {
     });
 }
 
-/// What the table says about the sides' replicas.
+/// The pods every side should leave.
 pub(crate) fn expected_pods(d: &Density) -> u64 {
-    d.n * d.per_instance * REPLICAS
-}
-
-pub(crate) fn describe(d: &Density) -> String {
-    format!(
-        "N = {}: {} ReplicaSets per instance, {} other pods preloaded",
-        d.n,
-        thousands(d.per_instance),
-        thousands(d.preloaded)
-    )
+    d.replicasets * REPLICAS
 }

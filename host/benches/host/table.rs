@@ -6,7 +6,7 @@ use windlass::histogram::HistogramSnapshot;
 
 use super::REPLICAS;
 use super::converge::{Converged, Rounds, median};
-use super::density::{Density, DensitySide, describe, expected_pods};
+use super::density::{Density, DensitySide, expected_pods};
 use super::fairness::{FairRun, Fairness};
 use super::latency::Latency;
 use super::sync::{Sync, SyncResult};
@@ -200,8 +200,8 @@ impl Table {
         let (w, p) = cells(&|s| format!("{:.0} MiB", s.rss as f64 / MIB));
         self.ratio_row(
             format!(
-                "density, N = {ns} ReplicaSet controllers ({}): total resident memory after convergence (one host / N processes)",
-                describe(&ds[0]).split_once(": ").map_or("", |(_, r)| r)
+                "density, N = {ns} ReplicaSet controllers, each selecting its own label ({} pods of other workloads preloaded): total resident memory after convergence (one host / N processes)",
+                thousands(ds[0].preloaded)
             ),
             w,
             p,
@@ -226,8 +226,8 @@ impl Table {
         let (w, p) = cells(&|s| format!("{:.2} s", s.converge_secs));
         self.ratio_row(
             format!(
-                "density, N = {ns}: convergence of N × {} ReplicaSets × {REPLICAS}",
-                thousands(ds[0].per_instance)
+                "density, N = {ns}: convergence of {} ReplicaSets × {REPLICAS}, split among the N",
+                thousands(ds[0].replicasets)
             ),
             w,
             p,
