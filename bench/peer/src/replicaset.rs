@@ -241,9 +241,17 @@ pub async fn start(client: Client, config: Config) -> Running {
         .graceful_shutdown_on(stopped.map(|_| ()))
         .run(reconcile, error_policy, context)
         .for_each(move |result| {
-            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "peer reconcile failed");
+            match result {
+                // A trigger for a ReplicaSet this peer does not select (a
+                // pod of another's): kube-runtime skips it unreconciled.
+                Err(kube::runtime::controller::Error::ObjectNotFound(_)) => {}
+                Err(e) => {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tracing::debug!(error = %e, "peer reconcile failed");
+                }
+                Ok(_) => {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
             }
             std::future::ready(())
         });

@@ -58,6 +58,9 @@ pub(crate) struct DensitySide {
     pub(crate) rss: u64,
     /// Watches open on the server, by what they watch.
     pub(crate) watches: BTreeMap<String, u64>,
+    /// Reconciles the side ran, from its start to its stop (all instances
+    /// or processes together).
+    pub(crate) reconciles: u64,
 }
 
 impl DensitySide {
@@ -204,7 +207,7 @@ fn run_side(
     std::thread::sleep(Duration::from_millis(500));
     let pods = servers.block_on(live_pods(addr)) - preloaded;
     let rss = children.rss();
-    children.stop();
+    let reconciles = children.stop();
     drop(observer);
 
     // The census: the same start again, behind the counting proxy.
@@ -227,6 +230,7 @@ fn run_side(
         pods,
         rss,
         watches,
+        reconciles,
     }
 }
 
@@ -309,8 +313,9 @@ impl Children {
             .sum()
     }
 
-    /// Closes every child's stdin and waits for it to exit.
-    fn stop(mut self) {
+    /// Closes every child's stdin and waits for it to exit; returns the
+    /// reconciles they ran, summed.
+    fn stop(mut self) -> u64 {
         for (_, stdin) in &mut self.procs {
             drop(stdin.take());
         }
@@ -318,6 +323,12 @@ impl Children {
             let status = child.wait().expect("child exits");
             assert!(status.success(), "a density child failed: {status}");
         }
+        // Every reader thread ends with its child's stdout, and the
+        // channel with the last of them.
+        self.answers
+            .iter()
+            .filter_map(|a| a.strip_prefix("reconciles ")?.parse::<u64>().ok())
+            .sum()
     }
 }
 
@@ -331,9 +342,9 @@ async fn until_stdin_closes() {
     .expect("stdin reader");
 }
 
-fn answer() {
+fn answer(what: &str) {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{CHILD_ANSWER}synced").expect("stdout");
+    writeln!(out, "{CHILD_ANSWER}{what}").expect("stdout");
     out.flush().expect("stdout");
 }
 
@@ -353,9 +364,16 @@ pub(crate) fn child_windlass() {
         while !host.is_ready().await {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        answer();
+        answer("synced");
         until_stdin_closes().await;
+        let reconciles: u64 = host
+            .controller_stats()
+            .await
+            .iter()
+            .map(|c| c.stats.reconciles)
+            .sum();
         host.shutdown().await;
+        answer(&format!("reconciles {reconciles}"));
     });
 }
 
@@ -376,9 +394,11 @@ pub(crate) fn child_peer() {
             },
         )
         .await;
-        answer();
+        answer("synced");
         until_stdin_closes().await;
+        let reconciles = peer.reconciles();
         peer.shutdown().await;
+        answer(&format!("reconciles {reconciles}"));
     });
 }
 

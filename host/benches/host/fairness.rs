@@ -3,9 +3,11 @@
 //! `test-noop` run as an instance named `quiet` that selects
 //! `bench=quiet` ConfigMaps; the noisy one is `test-noisy`, which requeues
 //! each of its ConfigMaps at once, forever, stamping it and recording eight
-//! events on every pass (with the host's default limits: no write QPS).
-//! Runs alternate alone / beside the noise on fresh servers; the quiet
-//! instance's p99 comes from its queue-wait histogram.
+//! events on every pass: once with the host's defaults (no write limit),
+//! once as an instance held to 10 writes a second (burst 5), as
+//! `host/tests/fairness.rs` runs it. Runs alternate alone / beside each
+//! noise on fresh servers; the quiet instance's p99 comes from its
+//! queue-wait histogram.
 
 use std::time::{Duration, Instant};
 
@@ -33,7 +35,21 @@ pub(crate) struct Fairness {
     pub(crate) events: u64,
     pub(crate) rate: u64,
     pub(crate) alone: Vec<FairRun>,
+    /// Beside the noise with the host's default limits.
     pub(crate) noisy: Vec<FairRun>,
+    /// Beside the noise held to [`LIMIT_QPS`] and [`LIMIT_BURST`].
+    pub(crate) limited: Vec<FairRun>,
+}
+
+/// The write limit of the limited noisy instance.
+pub(crate) const LIMIT_QPS: u32 = 10;
+pub(crate) const LIMIT_BURST: u32 = 5;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Noise {
+    None,
+    Unlimited,
+    Limited,
 }
 
 fn quiet_configmap(i: u64) -> String {
@@ -72,23 +88,38 @@ pub(crate) fn fairness(
         "instances:\n- name: quiet\n  labelSelector: bench=quiet\n",
     )
     .expect("write the instances file");
+    // test-noisy under its own name, held to the limit.
+    let limited_dir = tempfile::tempdir().expect("a plugin directory");
+    let limited = limited_dir.path().join("test-noisy.wasm");
+    std::fs::copy(plugin_path("test-noisy"), &limited).expect("copy test-noisy.wasm");
+    std::fs::write(
+        limited_dir.path().join("test-noisy.instances.yaml"),
+        format!(
+            "instances:\n- name: test-noisy\n  writeQPS: {LIMIT_QPS}\n  writeBurst: {LIMIT_BURST}\n"
+        ),
+    )
+    .expect("write the instances file");
+    let unlimited = plugin_path("test-noisy");
     let mut out = Fairness {
         events,
         rate,
         alone: Vec::new(),
         noisy: Vec::new(),
+        limited: Vec::new(),
     };
     for round in 1..=rounds {
-        for noisy in [false, true] {
-            eprintln!(
-                "fairness round {round}/{rounds}: quiet plugin {}",
-                if noisy { "beside test-noisy" } else { "alone" }
-            );
+        for noise in [Noise::None, Noise::Unlimited, Noise::Limited] {
+            let (what, noisy) = match noise {
+                Noise::None => ("alone", None),
+                Noise::Unlimited => ("beside test-noisy", Some(unlimited.as_path())),
+                Noise::Limited => ("beside test-noisy, limited", Some(limited.as_path())),
+            };
+            eprintln!("fairness round {round}/{rounds}: quiet plugin {what}");
             let run = run(servers, controllers, &quiet, noisy, events, rate);
-            if noisy {
-                out.noisy.push(run);
-            } else {
-                out.alone.push(run);
+            match noise {
+                Noise::None => out.alone.push(run),
+                Noise::Unlimited => out.noisy.push(run),
+                Noise::Limited => out.limited.push(run),
             }
         }
     }
@@ -99,7 +130,7 @@ fn run(
     servers: &Runtime,
     controllers: &Runtime,
     quiet: &std::path::Path,
-    noisy: bool,
+    noisy: Option<&std::path::Path>,
     events: u64,
     rate: u64,
 ) -> FairRun {
@@ -111,17 +142,15 @@ fn run(
             .expect("client");
         let host = Host::new(client, host_config()).expect("host");
         host.load_file(quiet).await.expect("test-noop loads");
-        if noisy {
-            host.load_file(&plugin_path("test-noisy"))
-                .await
-                .expect("test-noisy loads");
+        if let Some(noisy) = noisy {
+            host.load_file(noisy).await.expect("test-noisy loads");
         }
         while !host.is_ready().await {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         host
     });
-    if noisy {
+    if noisy.is_some() {
         servers.block_on(create_many(
             server.addr(),
             CONFIGMAPS,
@@ -133,7 +162,7 @@ fn run(
         ));
         // The loop is going before the quiet load starts.
         let deadline = Instant::now() + Duration::from_secs(30);
-        while stats_of(&host, controllers, "test-noisy").stats.reconciles < 100 {
+        while stats_of(&host, controllers, "test-noisy").stats.reconciles < 2 * NOISY_KEYS {
             assert!(
                 Instant::now() < deadline,
                 "test-noisy did not get going in 30 s"
@@ -141,7 +170,7 @@ fn run(
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-    let noisy_before = noisy.then(|| stats_of(&host, controllers, "test-noisy").stats);
+    let noisy_before = noisy.map(|_| stats_of(&host, controllers, "test-noisy").stats);
     let before = stats_of(&host, controllers, "quiet").stats.queue_wait;
     let started = Instant::now();
     servers.block_on(create_many(
