@@ -141,12 +141,8 @@ fn main() {
     }
 
     if runs("scale") {
-        let w = scale(&servers, sizes.scale_pods);
-        table.scale(
-            sizes.scale_pods,
-            &w,
-            reflector.as_ref().map(|(n, r)| (*n, r)),
-        );
+        let sc = scale(&servers, sizes.scale_pods);
+        table.scale(&sc, reflector.as_ref().map(|(n, r)| (*n, r)));
     }
 
     if runs("latency") {

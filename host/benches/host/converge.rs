@@ -141,6 +141,19 @@ impl Observer {
     }
 }
 
+/// The peer's settings: its defaults, or `WINDLASS_BENCH_PEER_CONCURRENCY`
+/// reconciles at once (0: unbounded).
+pub(crate) fn peer_config() -> windlass_peer::replicaset::Config {
+    let mut config = windlass_peer::replicaset::Config::default();
+    if let Some(n) = std::env::var("WINDLASS_BENCH_PEER_CONCURRENCY")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        config.concurrency = n;
+    }
+    config
+}
+
 /// Live pods in `default`, counted from one list.
 pub(crate) async fn live_pods(addr: SocketAddr) -> u64 {
     #[derive(Deserialize)]
@@ -182,6 +195,23 @@ pub(crate) fn converge(
     );
     let kubeconfig = server.kubeconfig();
     let addr = server.addr();
+    // `WINDLASS_BENCH_RS_CONCURRENCY=N` runs the plugin as an instance
+    // with `maxConcurrency: N` instead of its manifest's 4: a diagnostic
+    // of how much the row owes to concurrency, never the default.
+    let instance_dir = tempfile::tempdir().expect("a plugin directory");
+    let plugin_file = match std::env::var("WINDLASS_BENCH_RS_CONCURRENCY") {
+        Ok(n) => {
+            let file = instance_dir.path().join("replicaset.wasm");
+            std::fs::copy(plugin_path("replicaset"), &file).expect("copy replicaset.wasm");
+            std::fs::write(
+                instance_dir.path().join("replicaset.instances.yaml"),
+                format!("instances:\n- name: replicaset\n  maxConcurrency: {n}\n"),
+            )
+            .expect("write the instances file");
+            file
+        }
+        Err(_) => plugin_path("replicaset"),
+    };
     let (observer, windlass, peer) = controllers.block_on(async {
         let client = ApiClient::from_kubeconfig_yaml(&kubeconfig)
             .await
@@ -191,7 +221,7 @@ pub(crate) fn converge(
         match side {
             Side::Windlass => {
                 let host = Host::new(client, host_config()).expect("host");
-                host.load_file(&plugin_path("replicaset"))
+                host.load_file(&plugin_file)
                     .await
                     .expect("replicaset loads");
                 while !host.is_ready().await {
@@ -203,13 +233,7 @@ pub(crate) fn converge(
                 let client = windlass_peer::client_from_kubeconfig_yaml(&kubeconfig)
                     .await
                     .expect("client");
-                peer = Some(
-                    windlass_peer::replicaset::start(
-                        client,
-                        windlass_peer::replicaset::Config::default(),
-                    )
-                    .await,
-                );
+                peer = Some(windlass_peer::replicaset::start(client, peer_config()).await);
             }
         }
         (observer, windlass, peer)

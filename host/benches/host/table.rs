@@ -9,7 +9,7 @@ use super::converge::{Converged, Rounds, median};
 use super::density::{Density, DensitySide, expected_pods};
 use super::fairness::{FairRun, Fairness, LIMIT_BURST, LIMIT_QPS};
 use super::latency::Latency;
-use super::sync::{Sync, SyncResult};
+use super::sync::{Scale, Sync, SyncResult};
 
 #[derive(Default)]
 pub(crate) struct Table {
@@ -315,19 +315,38 @@ impl Table {
         }
     }
 
-    pub(crate) fn scale(
-        &mut self,
-        pods: u64,
-        w: &SyncResult,
-        reflector: Option<(u64, &SyncResult)>,
-    ) {
+    pub(crate) fn scale(&mut self, sc: &Scale, reflector: Option<(u64, &SyncResult)>) {
         let gb = |b: Option<u64>| b.map_or("-".to_owned(), |b| format!("{:.2} GB", b as f64 / 1e9));
+        let w = &sc.windlass;
+        let short = if sc.pods < sc.asked {
+            format!(
+                " ({} asked: the embedded server, at {} a pod, does not fit in this machine's memory)",
+                thousands(sc.asked),
+                sc.server_per_pod.map_or("-".into(), bytes)
+            )
+        } else {
+            String::new()
+        };
+        let per_pod = w.rss_growth.map(|g| g as f64 / sc.pods as f64);
+        let at_asked = match (per_pod, w.rss, w.rss_growth) {
+            (Some(p), Some(rss), Some(g)) if sc.pods < sc.asked => format!(
+                "; at {} pods that rate gives {:.2} GB",
+                thousands(sc.asked),
+                (rss - g) as f64 / 1e9 + p * sc.asked as f64 / 1e9
+            ),
+            _ => String::new(),
+        };
         self.row(
             format!(
-                "scale: initial sync of {} pods into one host: informer start → synced; the process's resident memory then",
-                thousands(pods)
+                "scale: initial sync of {} pods into one host{short}: informer start → synced; the process's resident memory then",
+                thousands(sc.pods)
             ),
-            format!("{:.2} s, {}", w.seconds, gb(w.rss)),
+            format!(
+                "{:.2} s, {} ({} a pod{at_asked})",
+                w.seconds,
+                gb(w.rss),
+                per_pod.map_or("-".into(), bytes)
+            ),
             match reflector {
                 Some((n, r)) => format!(
                     "a kube-rs reflector at {} pods (the sync rows): {:.2} s, {}",
@@ -337,7 +356,7 @@ impl Table {
                 ),
                 None => "-".into(),
             },
-            "≤ 1.5 GB",
+            "≤ 1.5 GB at 1,000,000",
         );
     }
 
