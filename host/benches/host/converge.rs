@@ -33,6 +33,20 @@ pub(crate) enum Side {
 pub(crate) struct Converged {
     pub(crate) seconds: f64,
     pub(crate) pods: u64,
+    /// CPU seconds this process spent from the first create to converged:
+    /// the server's, the load's and the side's (which runs in-process).
+    pub(crate) cpu: Option<f64>,
+}
+
+/// CPU seconds (user + system) this process has used (Linux).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which ends at the last ')'.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    // utime and stime are fields 14 and 15, the 12th and 13th after the name;
+    // the kernel counts in USER_HZ, 100 on Linux.
+    Some((ticks(11)? + ticks(12)?) / 100.0)
 }
 
 /// Every run of each side, in the order they ran (alternated).
@@ -240,6 +254,7 @@ pub(crate) fn converge(
     });
 
     let started = Instant::now();
+    let cpu_before = cpu_seconds();
     let create = servers.spawn(create_many(
         addr,
         REPLICASETS,
@@ -268,6 +283,7 @@ pub(crate) fn converge(
         std::thread::sleep(Duration::from_millis(5));
     }
     let seconds = started.elapsed().as_secs_f64();
+    let cpu = cpu_before.zip(cpu_seconds()).map(|(b, a)| a - b);
     servers.block_on(create).expect("creates finish");
     // Let any stray extra pod land before counting.
     std::thread::sleep(Duration::from_millis(500));
@@ -281,5 +297,5 @@ pub(crate) fn converge(
         }
         drop(observer);
     });
-    Converged { seconds, pods }
+    Converged { seconds, pods, cpu }
 }

@@ -205,7 +205,7 @@ pub(crate) fn scale(servers: &Runtime, asked: u64) -> Scale {
     let pods = asked.min(fits.max(10_000));
     if pods < asked {
         eprintln!(
-            "scale: {} pods asked, but the embedded server (about {} KB a pod) would not fit in this machine's memory; running {}",
+            "scale: {} pods asked, but the embedded server (reckoned at {} KB a pod) would not fit in this machine's memory; running {}",
             thousands(asked),
             SERVER_BYTES_PER_POD / 1000,
             thousands(pods)

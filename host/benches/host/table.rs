@@ -144,10 +144,16 @@ impl Table {
             } else {
                 format!(", pods: {}!", wrong.join(", "))
             };
+            let cpu: Vec<String> = runs
+                .iter()
+                .filter_map(|c| c.cpu)
+                .map(|c| format!("{c:.1}"))
+                .collect();
             format!(
-                "{m:.2} s ({:.0} pods/s; runs {} s{extra})",
+                "{m:.2} s ({:.0} pods/s; runs {} s; CPU s of server and side together {}{extra})",
                 (n * REPLICAS) as f64 / m,
-                each.join(", ")
+                each.join(", "),
+                cpu.join(", ")
             )
         };
         let ratio = median(&r.windlass.iter().map(|c| c.seconds).collect::<Vec<_>>())
