@@ -1,21 +1,35 @@
 //! Host benchmark: windlass and a native kube-rs controller (`windlass-peer`)
 //! side by side on fresh embedded API servers in the same run: initial sync
-//! of many pods, event → reconcile-start latency under a steady event rate,
-//! and convergence of many ReplicaSets.
+//! of many pods, the same at ten times the size for windlass alone (scale),
+//! event → reconcile-start latency under a steady event rate, convergence of
+//! many ReplicaSets (durable server, alternated, medians), density (N
+//! instances in one host vs N native processes) and fairness (a quiet
+//! plugin beside a noisy one).
 //!
-//! Run with `cargo xtask bench` (`-- --quick` for a small run). Sizes come
-//! from `WINDLASS_BENCH_PODS` (100,000), `WINDLASS_BENCH_RS` (2,000, each with
-//! 5 replicas), `WINDLASS_BENCH_RATE` (10,000 events/s) and
-//! `WINDLASS_BENCH_EVENTS` (30,000). Prints a table; asserts only that each
-//! side did the work.
+//! Run with `cargo xtask bench` (`-- --quick` for a tenth of most sizes).
+//! Sizes come from `WINDLASS_BENCH_PODS` (100,000), `WINDLASS_BENCH_SCALE_PODS`
+//! (1,000,000), `WINDLASS_BENCH_RS` (2,000, each with 5 replicas),
+//! `WINDLASS_BENCH_ROUNDS` (2 runs of each side), `WINDLASS_BENCH_RATE`
+//! (10,000 events/s), `WINDLASS_BENCH_EVENTS` (30,000),
+//! `WINDLASS_BENCH_DENSITY` (the Ns, `1,5,20`), `WINDLASS_BENCH_DENSITY_PODS`
+//! (10,000 preloaded), `WINDLASS_BENCH_DENSITY_RS` (2,000, split among the
+//! instances),
+//! `WINDLASS_BENCH_FAIR_EVENTS` (10,000) and `WINDLASS_BENCH_FAIR_RATE`
+//! (1,000/s). Prints a table; asserts only that each side did the work.
 //!
 //! The API server and the load generators run on their own tokio runtime,
-//! the controllers on another, as two processes would. The initial sync is
-//! measured in a fresh child process per side (this binary, re-executed), so
-//! its resident-memory growth is the cache's and nobody else's.
+//! the controllers on another, as two processes would. The initial sync and
+//! the density sides run in fresh child processes (this binary,
+//! re-executed), so their resident memory is theirs and nobody else's.
 
+#[path = "host/census.rs"]
+mod census;
 #[path = "host/converge.rs"]
 mod converge;
+#[path = "host/density.rs"]
+mod density;
+#[path = "host/fairness.rs"]
+mod fairness;
 #[path = "host/latency.rs"]
 mod latency;
 #[path = "host/load.rs"]
@@ -36,9 +50,8 @@ use windlass::host::HostConfig;
 use windlass::runtime::RuntimeConfig;
 use windlass_apiserver::{Config, RunningServer};
 
-use converge::{Side, converge};
 use latency::{latency_peer, latency_windlass};
-use sync::{child, initial_sync};
+use sync::{child, initial_sync, scale};
 use table::{Table, thousands};
 
 const CHILD_ROLE: &str = "WINDLASS_BENCH_CHILD";
@@ -53,12 +66,19 @@ const WRITERS: u64 = 32;
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Sizes {
     pods: u64,
+    scale_pods: u64,
     replicasets: u64,
+    rounds: u64,
     rate: u64,
     events: u64,
+    density: Vec<u64>,
+    density_pods: u64,
+    density_rs: u64,
+    fair_events: u64,
+    fair_rate: u64,
 }
 
 impl Sizes {
@@ -70,11 +90,24 @@ impl Sizes {
                 .and_then(|v| v.replace('_', "").parse().ok())
                 .unwrap_or(if quick { small } else { full })
         };
+        let density = std::env::var("WINDLASS_BENCH_DENSITY")
+            .unwrap_or_else(|_| "1,5,20".into())
+            .split(',')
+            .filter_map(|n| n.trim().parse().ok())
+            .filter(|&n| n > 0)
+            .collect();
         Self {
             pods: get("WINDLASS_BENCH_PODS", 100_000, 10_000),
+            scale_pods: get("WINDLASS_BENCH_SCALE_PODS", 1_000_000, 100_000),
             replicasets: get("WINDLASS_BENCH_RS", 2_000, 200),
+            rounds: get("WINDLASS_BENCH_ROUNDS", 2, 2).max(1),
             rate: get("WINDLASS_BENCH_RATE", 10_000, 10_000).max(1),
             events: get("WINDLASS_BENCH_EVENTS", 30_000, 10_000),
+            density,
+            density_pods: get("WINDLASS_BENCH_DENSITY_PODS", 10_000, 1_000),
+            density_rs: get("WINDLASS_BENCH_DENSITY_RS", 2_000, 200).max(1),
+            fair_events: get("WINDLASS_BENCH_FAIR_EVENTS", 10_000, 2_000).max(1),
+            fair_rate: get("WINDLASS_BENCH_FAIR_RATE", 1_000, 1_000).max(1),
         }
     }
 }
@@ -92,42 +125,67 @@ fn main() {
         return;
     }
     let sizes = Sizes::from_env();
-    // `WINDLASS_BENCH_ONLY=sync,latency,converge` picks parts (all by default).
+    // `WINDLASS_BENCH_ONLY=sync,scale,latency,converge,density,fairness`
+    // picks parts (all by default).
     let only = std::env::var("WINDLASS_BENCH_ONLY").unwrap_or_default();
     let runs = |part: &str| only.is_empty() || only.split(',').any(|p| p.trim() == part);
     let servers = runtime("apiserver", 2);
     let controllers = runtime("controllers", 2);
     let mut table = Table::default();
 
+    let mut reflector = None;
     if runs("sync") {
         let sync = initial_sync(&servers, sizes.pods);
         table.sync(&sync);
+        reflector = Some((sync.pods, sync.peer));
+    }
+
+    if runs("scale") {
+        let sc = scale(&servers, sizes.scale_pods);
+        table.scale(&sc, reflector.as_ref().map(|(n, r)| (*n, r)));
     }
 
     if runs("latency") {
         let windlass = servers.block_on(fresh_server());
-        let w = latency_windlass(&servers, &controllers, &windlass, sizes);
+        let w = latency_windlass(&servers, &controllers, &windlass, sizes.clone());
         servers.block_on(windlass.shutdown());
         let peer = servers.block_on(fresh_server());
-        let p = latency_peer(&servers, &controllers, &peer, sizes);
+        let p = latency_peer(&servers, &controllers, &peer, sizes.clone());
         servers.block_on(peer.shutdown());
         table.latency(&w, &p);
     }
 
     if runs("converge") {
-        let windlass = servers.block_on(fresh_server());
-        let w = converge(
+        let rounds = converge::alternated(&servers, &controllers, sizes.replicasets, sizes.rounds);
+        table.converge(&rounds);
+    }
+
+    if runs("density") {
+        let all: Vec<_> = sizes
+            .density
+            .iter()
+            .map(|&n| {
+                density::density(
+                    &servers,
+                    &controllers,
+                    n,
+                    sizes.density_pods,
+                    sizes.density_rs,
+                )
+            })
+            .collect();
+        table.density(&all);
+    }
+
+    if runs("fairness") {
+        let f = fairness::fairness(
             &servers,
             &controllers,
-            &windlass,
-            sizes.replicasets,
-            Side::Windlass,
+            sizes.fair_events,
+            sizes.fair_rate,
+            sizes.rounds,
         );
-        servers.block_on(windlass.shutdown());
-        let peer = servers.block_on(fresh_server());
-        let p = converge(&servers, &controllers, &peer, sizes.replicasets, Side::Peer);
-        servers.block_on(peer.shutdown());
-        table.converge(sizes.replicasets, &w, &p);
+        table.fairness(&f);
     }
 
     println!();
@@ -149,6 +207,19 @@ fn runtime(name: &str, threads: usize) -> Runtime {
         .enable_all()
         .build()
         .expect("tokio runtime")
+}
+
+/// A server on SQLite in `dir`, with the server's default durability (an
+/// acknowledged write survives a crash of the server process).
+async fn durable_server(dir: &std::path::Path) -> RunningServer {
+    windlass_apiserver::start(
+        Config::new()
+            .data_dir(dir.to_path_buf())
+            .watch_history(200_000)
+            .watch_buffer(200_000),
+    )
+    .await
+    .expect("API server starts")
 }
 
 async fn fresh_server() -> RunningServer {

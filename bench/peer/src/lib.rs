@@ -11,13 +11,15 @@
 //! ```
 //!
 //! - [`plan`]: what one reconcile should do (pure; the plugin's rules).
-//! - [`replicaset`]: the controller: `kube::runtime::Controller`, owned pods, expectations.
+//! - [`replicaset`]: the controller: `kube::runtime::Controller`, slow-start creates, expectations.
+//! - [`owned`]: pods by the uid of the ReplicaSet that controls them.
 //! - [`probe`]: a no-op ConfigMap controller timing event → reconcile start.
 //! - [`reflect`]: a reflector store of pods, for the initial-sync comparison.
 //! - [`synced`]: a store's first-list signal that many tasks can wait on.
 //!
 //! This is the only crate in the workspace that uses `kube::runtime`.
 
+pub mod owned;
 pub mod plan;
 pub mod probe;
 pub mod reflect;

@@ -92,6 +92,21 @@ pub fn plan(rs: &ReplicaSet, owned: &[Arc<Pod>]) -> Plan {
     }
 }
 
+/// The sizes of client-go's slow-start batches for `n` creates: 1, 2, 4, …
+/// (upstream's `slowStartBatch` with an initial batch of 1), the last one
+/// what is left.
+pub fn slow_start(n: usize) -> Vec<usize> {
+    let mut batches = Vec::new();
+    let (mut left, mut size) = (n, 1);
+    while left > 0 {
+        let batch = size.min(left);
+        batches.push(batch);
+        left -= batch;
+        size *= 2;
+    }
+    batches
+}
+
 /// A new pod from `spec.template`, named `<rs-name>-<random>` by the server
 /// and controlled by `rs`.
 pub fn pod_from_template(rs: &ReplicaSet) -> Result<Pod, PlanError> {
@@ -271,6 +286,16 @@ mod tests {
             }))
             .unwrap(),
         )
+    }
+
+    #[test]
+    fn slow_start_doubles_and_ends_with_what_is_left() {
+        assert!(slow_start(0).is_empty());
+        assert_eq!(slow_start(1), [1]);
+        assert_eq!(slow_start(5), [1, 2, 2]);
+        assert_eq!(slow_start(7), [1, 2, 4]);
+        assert_eq!(slow_start(500).iter().sum::<usize>(), 500);
+        assert_eq!(slow_start(500).len(), 9);
     }
 
     #[test]

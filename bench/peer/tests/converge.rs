@@ -48,6 +48,7 @@ async fn a_replicaset_converges_and_scales_down() {
         client.clone(),
         windlass_peer::replicaset::Config {
             namespace: Some("default".into()),
+            label_selector: None,
             concurrency: 2,
         },
     )

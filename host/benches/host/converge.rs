@@ -1,5 +1,8 @@
 //! The convergence part: many ReplicaSets created at once, timed until a
-//! watch of the bench's own sees every status at its replicas.
+//! watch of the bench's own sees every status at its replicas. Each run has
+//! a fresh durable server (SQLite in a temporary directory, the server's
+//! default durability); the sides alternate, windlass first, and the row
+//! shows each side's median.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -19,7 +22,7 @@ use windlass_apiserver::RunningServer;
 
 use super::load::{PODS, REPLICASETS, create_many, get, http, replicaset_body};
 use super::table::thousands;
-use super::{REPLICAS, host_config, plugin_path};
+use super::{REPLICAS, durable_server, host_config, plugin_path};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Side {
@@ -30,6 +33,66 @@ pub(crate) enum Side {
 pub(crate) struct Converged {
     pub(crate) seconds: f64,
     pub(crate) pods: u64,
+    /// CPU seconds this process spent from the first create to converged:
+    /// the server's, the load's and the side's (which runs in-process).
+    pub(crate) cpu: Option<f64>,
+}
+
+/// CPU seconds (user + system) this process has used (Linux).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which ends at the last ')'.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    // utime and stime are fields 14 and 15, the 12th and 13th after the name;
+    // the kernel counts in USER_HZ, 100 on Linux.
+    Some((ticks(11)? + ticks(12)?) / 100.0)
+}
+
+/// Every run of each side, in the order they ran (alternated).
+pub(crate) struct Rounds {
+    pub(crate) replicasets: u64,
+    pub(crate) windlass: Vec<Converged>,
+    pub(crate) peer: Vec<Converged>,
+}
+
+/// The median of `xs` (the mean of the middle two for an even count).
+pub(crate) fn median(xs: &[f64]) -> f64 {
+    let mut xs = xs.to_vec();
+    xs.sort_by(f64::total_cmp);
+    match xs.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => xs[n / 2],
+        n => (xs[n / 2 - 1] + xs[n / 2]) / 2.0,
+    }
+}
+
+/// `rounds` × (windlass, then the peer), each on a fresh durable server.
+pub(crate) fn alternated(
+    servers: &Runtime,
+    controllers: &Runtime,
+    replicasets: u64,
+    rounds: u64,
+) -> Rounds {
+    let mut out = Rounds {
+        replicasets,
+        windlass: Vec::new(),
+        peer: Vec::new(),
+    };
+    for round in 1..=rounds {
+        for side in [Side::Windlass, Side::Peer] {
+            eprintln!("convergence round {round}/{rounds}:");
+            let dir = tempfile::tempdir().expect("a temporary data directory");
+            let server = servers.block_on(durable_server(dir.path()));
+            let c = converge(servers, controllers, &server, replicasets, side);
+            servers.block_on(server.shutdown());
+            match side {
+                Side::Windlass => out.windlass.push(c),
+                Side::Peer => out.peer.push(c),
+            }
+        }
+    }
+    out
 }
 
 /// Watches ReplicaSets (through a windlass informer of the bench's own) and
@@ -41,7 +104,7 @@ pub(crate) struct Observer {
 }
 
 impl Observer {
-    async fn start(client: ApiClient) -> Self {
+    pub(crate) async fn start(client: ApiClient) -> Self {
         let discovery = Arc::new(Discovery::new(client.clone()));
         let informers = Informers::new(client, discovery, InformerConfig::default(), 4);
         let informer = informers
@@ -87,9 +150,22 @@ impl Observer {
         }
     }
 
-    fn converged(&self) -> u64 {
+    pub(crate) fn converged(&self) -> u64 {
         self.done.lock().unwrap_or_else(|e| e.into_inner()).len() as u64
     }
+}
+
+/// The peer's settings: its defaults, or `WINDLASS_BENCH_PEER_CONCURRENCY`
+/// reconciles at once (0: unbounded).
+pub(crate) fn peer_config() -> windlass_peer::replicaset::Config {
+    let mut config = windlass_peer::replicaset::Config::default();
+    if let Some(n) = std::env::var("WINDLASS_BENCH_PEER_CONCURRENCY")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        config.concurrency = n;
+    }
+    config
 }
 
 /// Live pods in `default`, counted from one list.
@@ -133,6 +209,23 @@ pub(crate) fn converge(
     );
     let kubeconfig = server.kubeconfig();
     let addr = server.addr();
+    // `WINDLASS_BENCH_RS_CONCURRENCY=N` runs the plugin as an instance
+    // with `maxConcurrency: N` instead of its manifest's 4: a diagnostic
+    // of how much the row owes to concurrency, never the default.
+    let instance_dir = tempfile::tempdir().expect("a plugin directory");
+    let plugin_file = match std::env::var("WINDLASS_BENCH_RS_CONCURRENCY") {
+        Ok(n) => {
+            let file = instance_dir.path().join("replicaset.wasm");
+            std::fs::copy(plugin_path("replicaset"), &file).expect("copy replicaset.wasm");
+            std::fs::write(
+                instance_dir.path().join("replicaset.instances.yaml"),
+                format!("instances:\n- name: replicaset\n  maxConcurrency: {n}\n"),
+            )
+            .expect("write the instances file");
+            file
+        }
+        Err(_) => plugin_path("replicaset"),
+    };
     let (observer, windlass, peer) = controllers.block_on(async {
         let client = ApiClient::from_kubeconfig_yaml(&kubeconfig)
             .await
@@ -142,7 +235,7 @@ pub(crate) fn converge(
         match side {
             Side::Windlass => {
                 let host = Host::new(client, host_config()).expect("host");
-                host.load_file(&plugin_path("replicaset"))
+                host.load_file(&plugin_file)
                     .await
                     .expect("replicaset loads");
                 while !host.is_ready().await {
@@ -154,19 +247,14 @@ pub(crate) fn converge(
                 let client = windlass_peer::client_from_kubeconfig_yaml(&kubeconfig)
                     .await
                     .expect("client");
-                peer = Some(
-                    windlass_peer::replicaset::start(
-                        client,
-                        windlass_peer::replicaset::Config::default(),
-                    )
-                    .await,
-                );
+                peer = Some(windlass_peer::replicaset::start(client, peer_config()).await);
             }
         }
         (observer, windlass, peer)
     });
 
     let started = Instant::now();
+    let cpu_before = cpu_seconds();
     let create = servers.spawn(create_many(
         addr,
         REPLICASETS,
@@ -195,6 +283,7 @@ pub(crate) fn converge(
         std::thread::sleep(Duration::from_millis(5));
     }
     let seconds = started.elapsed().as_secs_f64();
+    let cpu = cpu_before.zip(cpu_seconds()).map(|(b, a)| a - b);
     servers.block_on(create).expect("creates finish");
     // Let any stray extra pod land before counting.
     std::thread::sleep(Duration::from_millis(500));
@@ -208,5 +297,5 @@ pub(crate) fn converge(
         }
         drop(observer);
     });
-    Converged { seconds, pods }
+    Converged { seconds, pods, cpu }
 }

@@ -69,8 +69,9 @@ pub(crate) async fn create_many(
     n: u64,
     rate: Option<u64>,
     what: &'static str,
-    body: fn(u64) -> String,
+    body: impl Fn(u64) -> String + Send + Sync + 'static,
 ) -> f64 {
+    let body = Arc::new(body);
     let next = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
@@ -89,7 +90,7 @@ pub(crate) async fn create_many(
     });
     let tasks: Vec<_> = (0..WRITERS)
         .map(|_| {
-            let (next, done) = (next.clone(), done.clone());
+            let (next, done, body) = (next.clone(), done.clone(), body.clone());
             tokio::spawn(async move {
                 let c = http();
                 loop {
@@ -145,10 +146,21 @@ pub(crate) fn configmap_body(i: u64) -> String {
 }
 
 pub(crate) fn replicaset_body(i: u64) -> String {
+    labelled_replicaset(i, None)
+}
+
+/// A ReplicaSet of [`REPLICAS`] pods, with the label
+/// `windlass-bench/instance=<instance>` when given (what a density
+/// instance selects).
+pub(crate) fn labelled_replicaset(i: u64, instance: Option<&str>) -> String {
     let name = format!("rs-{i:05}");
+    let mut labels = json!({"app": name});
+    if let Some(instance) = instance {
+        labels[INSTANCE_LABEL] = instance.into();
+    }
     json!({
         "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": name, "labels": {"app": name}},
+        "metadata": {"name": name, "labels": labels},
         "spec": {
             "replicas": REPLICAS,
             "selector": {"matchLabels": {"app": name}},
@@ -164,6 +176,9 @@ pub(crate) fn replicaset_body(i: u64) -> String {
     })
     .to_string()
 }
+
+/// The label a density instance selects its ReplicaSets by.
+pub(crate) const INSTANCE_LABEL: &str = "windlass-bench/instance";
 
 pub(crate) const PODS: &str = "/api/v1/namespaces/default/pods";
 pub(crate) const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";

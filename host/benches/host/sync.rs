@@ -28,6 +28,8 @@ pub(crate) struct SyncResult {
     pub(crate) cache_bytes: Option<u64>,
     /// Resident memory growth from just before the start to synced.
     pub(crate) rss_growth: Option<u64>,
+    /// The process's resident memory once synced.
+    pub(crate) rss: Option<u64>,
 }
 
 pub(crate) struct Sync {
@@ -123,14 +125,14 @@ pub(crate) fn run_child(role: &str, kubeconfig: &str) -> SyncResult {
         .stderr(std::process::Stdio::inherit())
         .spawn()
         .expect("child starts");
-    let deadline = Instant::now() + Duration::from_secs(300);
+    let deadline = Instant::now() + Duration::from_secs(900);
     let status = loop {
         if let Some(status) = child.try_wait().expect("child status") {
             break status;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("the {role} sync child did not finish within 5 minutes");
+            panic!("the {role} sync child did not finish within 15 minutes");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -150,13 +152,92 @@ pub(crate) fn run_child(role: &str, kubeconfig: &str) -> SyncResult {
 
 /// Resident memory of this process, bytes (Linux; `None` elsewhere).
 pub(crate) fn rss() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    rss_at("/proc/self/statm")
+}
+
+/// Resident memory of process `pid`, bytes (Linux; `None` elsewhere).
+pub(crate) fn rss_of(pid: u32) -> Option<u64> {
+    rss_at(&format!("/proc/{pid}/statm"))
+}
+
+fn rss_at(statm: &str) -> Option<u64> {
+    let statm = std::fs::read_to_string(statm).ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * 4096)
 }
 
+/// What the scale part ran.
+pub(crate) struct Scale {
+    /// Pods asked for, and preloaded (fewer when the server would not fit
+    /// in this machine's memory).
+    pub(crate) asked: u64,
+    pub(crate) pods: u64,
+    /// The bench process's resident memory growth per pod preloaded: the
+    /// embedded server's cost of holding them.
+    pub(crate) server_per_pod: Option<f64>,
+    pub(crate) windlass: SyncResult,
+}
+
+/// The embedded server's resident memory per stored pod of [`pod_body`],
+/// measured (about 25 KB: each object is kept parsed, as bytes and in the
+/// watch history), with a margin.
+const SERVER_BYTES_PER_POD: u64 = 28_000;
+
+/// Bytes the kernel says can be had without swapping (Linux).
+fn mem_available() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The scale part: `pods` preloaded, then one windlass informer (a fresh
+/// child process) syncs them all. Only windlass runs at this size; the
+/// reflector's figures are the initial-sync part's, at a tenth of it. The
+/// embedded server keeps every pod in memory, so on a machine that cannot
+/// hold `pods` of them (with room for everything else) the part runs at
+/// the largest size that fits, and says so.
+pub(crate) fn scale(servers: &Runtime, asked: u64) -> Scale {
+    let fits = mem_available().map_or(asked, |bytes| {
+        // 60% of what is available, in steps of 10,000.
+        (bytes / 10 * 6 / SERVER_BYTES_PER_POD) / 10_000 * 10_000
+    });
+    let pods = asked.min(fits.max(10_000));
+    if pods < asked {
+        eprintln!(
+            "scale: {} pods asked, but the embedded server (reckoned at {} KB a pod) would not fit in this machine's memory; running {}",
+            thousands(asked),
+            SERVER_BYTES_PER_POD / 1000,
+            thousands(pods)
+        );
+    }
+    let server = servers.block_on(fresh_server());
+    let addr = server.addr();
+    eprintln!("scale: preloading {} pods", thousands(pods));
+    let before = rss();
+    servers.block_on(create_many(addr, PODS, 0, pods, None, "pods", pod_body));
+    let server_per_pod = before
+        .zip(rss())
+        .map(|(b, a)| a.saturating_sub(b) as f64 / pods as f64);
+    eprintln!("scale: windlass informer (child process)");
+    let windlass = run_child("windlass", &server.kubeconfig());
+    assert_eq!(windlass.objects, pods, "windlass cached every pod");
+    servers.block_on(server.shutdown());
+    Scale {
+        asked,
+        pods,
+        server_per_pod,
+        windlass,
+    }
+}
+
 pub(crate) fn child(role: &str) {
     let kubeconfig = std::env::var(CHILD_KUBECONFIG).expect("kubeconfig from the parent");
+    match role {
+        "density-windlass" => return super::density::child_windlass(),
+        "density-peer" => return super::density::child_peer(),
+        _ => {}
+    }
     let rt = runtime("child", 2);
     let result = rt.block_on(async {
         match role {
@@ -201,6 +282,7 @@ pub(crate) async fn sync_windlass(kubeconfig: &str) -> SyncResult {
         objects: objects as u64,
         cache_bytes: Some(bytes as u64),
         rss_growth: before.zip(after).map(|(b, a)| a.saturating_sub(b)),
+        rss: after,
     }
 }
 
@@ -224,5 +306,6 @@ pub(crate) async fn sync_peer(kubeconfig: &str) -> SyncResult {
         objects: store.store().len() as u64,
         cache_bytes: None,
         rss_growth: before.zip(after).map(|(b, a)| a.saturating_sub(b)),
+        rss: after,
     }
 }

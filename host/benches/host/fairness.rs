@@ -1,0 +1,220 @@
+//! The fairness part: a quiet plugin's event → reconcile-start latency with
+//! and without a noisy neighbour in the same host. The quiet one is
+//! `test-noop` run as an instance named `quiet` that selects
+//! `bench=quiet` ConfigMaps; the noisy one is `test-noisy`, which requeues
+//! each of its ConfigMaps at once, forever, stamping it and recording eight
+//! events on every pass: once with the host's defaults (no write limit),
+//! once as an instance held to 10 writes a second (burst 5), as
+//! `host/tests/fairness.rs` runs it. Runs alternate alone / beside each
+//! noise on fresh servers; the quiet instance's p99 comes from its
+//! queue-wait histogram.
+
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Runtime;
+use windlass::client::ApiClient;
+use windlass::histogram::HistogramSnapshot;
+use windlass::host::{ControllerStats, Host};
+
+use super::load::{CONFIGMAPS, create_many};
+use super::table::thousands;
+use super::{fresh_server, host_config, plugin_path};
+
+/// ConfigMaps the noisy plugin loops on (its max concurrency).
+const NOISY_KEYS: u64 = 8;
+
+/// One run: the quiet instance's waits, and how busy the neighbour was.
+pub(crate) struct FairRun {
+    pub(crate) wait: HistogramSnapshot,
+    /// The noisy plugin's reconciles and writes a second during the load.
+    pub(crate) noisy_reconciles: f64,
+    pub(crate) noisy_writes: f64,
+}
+
+pub(crate) struct Fairness {
+    pub(crate) events: u64,
+    pub(crate) rate: u64,
+    pub(crate) alone: Vec<FairRun>,
+    /// Beside the noise with the host's default limits.
+    pub(crate) noisy: Vec<FairRun>,
+    /// Beside the noise held to [`LIMIT_QPS`] and [`LIMIT_BURST`].
+    pub(crate) limited: Vec<FairRun>,
+}
+
+/// The write limit of the limited noisy instance.
+pub(crate) const LIMIT_QPS: u32 = 10;
+pub(crate) const LIMIT_BURST: u32 = 5;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Noise {
+    None,
+    Unlimited,
+    Limited,
+}
+
+fn quiet_configmap(i: u64) -> String {
+    format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"quiet-{i:06}","labels":{{"bench":"quiet"}}}},"data":{{"k":"v"}}}}"#
+    )
+}
+
+fn noisy_configmap(i: u64) -> String {
+    format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"noisy-{i}","labels":{{"noise":"on"}}}},"data":{{"k":"v"}}}}"#
+    )
+}
+
+fn stats_of(host: &Host, controllers: &Runtime, name: &str) -> ControllerStats {
+    controllers
+        .block_on(host.controller_stats())
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("{name} runs"))
+}
+
+pub(crate) fn fairness(
+    servers: &Runtime,
+    controllers: &Runtime,
+    events: u64,
+    rate: u64,
+    rounds: u64,
+) -> Fairness {
+    // test-noop as the instance `quiet`, on its own label.
+    let quiet_dir = tempfile::tempdir().expect("a plugin directory");
+    let quiet = quiet_dir.path().join("test-noop.wasm");
+    std::fs::copy(plugin_path("test-noop"), &quiet).expect("copy test-noop.wasm");
+    std::fs::write(
+        quiet_dir.path().join("test-noop.instances.yaml"),
+        "instances:\n- name: quiet\n  labelSelector: bench=quiet\n",
+    )
+    .expect("write the instances file");
+    // test-noisy under its own name, held to the limit.
+    let limited_dir = tempfile::tempdir().expect("a plugin directory");
+    let limited = limited_dir.path().join("test-noisy.wasm");
+    std::fs::copy(plugin_path("test-noisy"), &limited).expect("copy test-noisy.wasm");
+    std::fs::write(
+        limited_dir.path().join("test-noisy.instances.yaml"),
+        format!(
+            "instances:\n- name: test-noisy\n  writeQPS: {LIMIT_QPS}\n  writeBurst: {LIMIT_BURST}\n"
+        ),
+    )
+    .expect("write the instances file");
+    let unlimited = plugin_path("test-noisy");
+    let mut out = Fairness {
+        events,
+        rate,
+        alone: Vec::new(),
+        noisy: Vec::new(),
+        limited: Vec::new(),
+    };
+    for round in 1..=rounds {
+        for noise in [Noise::None, Noise::Unlimited, Noise::Limited] {
+            let (what, noisy) = match noise {
+                Noise::None => ("alone", None),
+                Noise::Unlimited => ("beside test-noisy", Some(unlimited.as_path())),
+                Noise::Limited => ("beside test-noisy, limited", Some(limited.as_path())),
+            };
+            eprintln!("fairness round {round}/{rounds}: quiet plugin {what}");
+            let run = run(servers, controllers, &quiet, noisy, events, rate);
+            match noise {
+                Noise::None => out.alone.push(run),
+                Noise::Unlimited => out.noisy.push(run),
+                Noise::Limited => out.limited.push(run),
+            }
+        }
+    }
+    out
+}
+
+fn run(
+    servers: &Runtime,
+    controllers: &Runtime,
+    quiet: &std::path::Path,
+    noisy: Option<&std::path::Path>,
+    events: u64,
+    rate: u64,
+) -> FairRun {
+    let server = servers.block_on(fresh_server());
+    let kubeconfig = server.kubeconfig();
+    let host = controllers.block_on(async {
+        let client = ApiClient::from_kubeconfig_yaml(&kubeconfig)
+            .await
+            .expect("client");
+        let host = Host::new(client, host_config()).expect("host");
+        host.load_file(quiet).await.expect("test-noop loads");
+        if let Some(noisy) = noisy {
+            host.load_file(noisy).await.expect("test-noisy loads");
+        }
+        while !host.is_ready().await {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        host
+    });
+    if noisy.is_some() {
+        servers.block_on(create_many(
+            server.addr(),
+            CONFIGMAPS,
+            0,
+            NOISY_KEYS,
+            None,
+            "noisy configmaps",
+            noisy_configmap,
+        ));
+        // The loop is going before the quiet load starts.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while stats_of(&host, controllers, "test-noisy").stats.reconciles < 2 * NOISY_KEYS {
+            assert!(
+                Instant::now() < deadline,
+                "test-noisy did not get going in 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    let noisy_before = noisy.map(|_| stats_of(&host, controllers, "test-noisy").stats);
+    let before = stats_of(&host, controllers, "quiet").stats.queue_wait;
+    let started = Instant::now();
+    servers.block_on(create_many(
+        server.addr(),
+        CONFIGMAPS,
+        0,
+        events,
+        Some(rate),
+        "quiet configmaps",
+        quiet_configmap,
+    ));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let wait = loop {
+        let wait = stats_of(&host, controllers, "quiet")
+            .stats
+            .queue_wait
+            .since(&before);
+        if wait.count() >= events {
+            break wait;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} of {} quiet reconciles started a minute after the load",
+            thousands(wait.count()),
+            thousands(events)
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let secs = started.elapsed().as_secs_f64();
+    let (noisy_reconciles, noisy_writes) = match noisy_before {
+        Some(then) => {
+            let now = stats_of(&host, controllers, "test-noisy").stats;
+            (
+                (now.reconciles - then.reconciles) as f64 / secs,
+                (now.writes - then.writes) as f64 / secs,
+            )
+        }
+        None => (0.0, 0.0),
+    };
+    controllers.block_on(host.shutdown());
+    servers.block_on(server.shutdown());
+    FairRun {
+        wait,
+        noisy_reconciles,
+        noisy_writes,
+    }
+}
