@@ -82,7 +82,11 @@ fn status_written(out: &Outcome) -> serde_json::Value {
         Write::UpdateStatus(o) => Some(o),
         _ => None,
     });
-    object.expect("a status write").get("status").unwrap().clone()
+    object
+        .expect("a status write")
+        .get("status")
+        .unwrap()
+        .clone()
 }
 
 #[test]
