@@ -38,15 +38,37 @@ pub(crate) struct Converged {
     pub(crate) cpu: Option<f64>,
 }
 
-/// CPU seconds (user + system) this process has used (Linux).
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+/// CPU seconds (user + system) used by a process or thread, from its
+/// `stat` file (Linux).
+fn cpu_of(stat: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(stat).ok()?;
     // Fields after the command name, which ends at the last ')'.
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
     let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
     // utime and stime are fields 14 and 15, the 12th and 13th after the name;
     // the kernel counts in USER_HZ, 100 on Linux.
     Some((ticks(11)? + ticks(12)?) / 100.0)
+}
+
+/// CPU seconds this process has used.
+fn cpu_seconds() -> Option<f64> {
+    cpu_of("/proc/self/stat")
+}
+
+/// CPU seconds of this process's `apiserver` threads (the server and the
+/// load), for `WINDLASS_BENCH_CPU_SPLIT`.
+fn server_cpu_seconds() -> f64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0.0;
+    };
+    tasks
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.trim_end().starts_with("apiserver"))
+        })
+        .filter_map(|t| cpu_of(&t.path().join("stat").to_string_lossy()))
+        .sum()
 }
 
 /// Every run of each side, in the order they ran (alternated).
@@ -255,6 +277,7 @@ pub(crate) fn converge(
 
     let started = Instant::now();
     let cpu_before = cpu_seconds();
+    let server_before = server_cpu_seconds();
     let create = servers.spawn(create_many(
         addr,
         REPLICASETS,
@@ -284,6 +307,13 @@ pub(crate) fn converge(
     }
     let seconds = started.elapsed().as_secs_f64();
     let cpu = cpu_before.zip(cpu_seconds()).map(|(b, a)| a - b);
+    if std::env::var_os("WINDLASS_BENCH_CPU_SPLIT").is_some() {
+        eprintln!(
+            "  {name}: {seconds:.2} s; CPU s: {:.1} in all, {:.1} on the server's and load's threads",
+            cpu.unwrap_or(f64::NAN),
+            server_cpu_seconds() - server_before
+        );
+    }
     servers.block_on(create).expect("creates finish");
     // Let any stray extra pod land before counting.
     std::thread::sleep(Duration::from_millis(500));
