@@ -65,7 +65,9 @@ pub(super) async fn follow(
         }
         if watch.owns {
             for owner in super::keys::owners(&shared.manifest.reconciles.kind, &change) {
-                shared.queue.add(owner);
+                if super::keys::is_cached(&shared.primary, &owner) {
+                    shared.queue.add(owner);
+                }
             }
         }
     }

@@ -26,6 +26,17 @@ pub(super) fn owners(primary: &KindRef, change: &Change) -> impl Iterator<Item =
     new.into_iter().chain(old)
 }
 
+/// Whether `owner` is in the plugin's primary cache. A child's change
+/// requeues its owner only then: an owner this plugin (or this instance,
+/// with its own selector) does not reconcile is not its to wake, and an
+/// owner not cached yet is enqueued by its own event when it arrives (as
+/// kube-runtime drops such a trigger). Without this, N instances of one
+/// plugin each reconciled every owner of every child: N reconciles per
+/// pod event, N − 1 of them of nothing.
+pub(super) fn is_cached(primary: &crate::informer::Informer, owner: &ObjectKey) -> bool {
+    primary.cache().read(|s| s.get(owner).is_some())
+}
+
 /// The key of `child`'s controller owner, when the owner is of the
 /// `primary` kind (the same group and kind; any version of it).
 fn owner(primary: &KindRef, child: &CachedObject) -> Option<ObjectKey> {

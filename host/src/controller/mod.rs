@@ -181,9 +181,12 @@ impl Controller {
         for ((_, informer), _) in owns.iter().zip(&manifest.owns).filter(|(_, w)| !w.indexed) {
             let kind = manifest.reconciles.kind.clone();
             let queue = shared.queue.clone();
+            let primary = primary.clone();
             let id = informer.subscribe(Arc::new(move |change: &Change| {
                 for owner in keys::owners(&kind, change) {
-                    queue.add(owner);
+                    if keys::is_cached(&primary, &owner) {
+                        queue.add(owner);
+                    }
                 }
             }));
             subscriptions.push((informer.clone(), id));
