@@ -250,7 +250,23 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
         all.iter()
             .any(|p| condition(p, "PodScheduled") == Some("False"))
             .then_some(())
-            .ok_or(format!("{} pods", all.len()))
+            .ok_or_else(|| {
+                // Where each pod is, to tell a pod never tried from one
+                // placed where it should not be.
+                let each: Vec<String> = all
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "{} on {} ({}, PodScheduled {:?})",
+                            p["metadata"]["name"].as_str().unwrap_or("?"),
+                            p["spec"]["nodeName"].as_str().unwrap_or("-"),
+                            p["status"]["phase"].as_str().unwrap_or("?"),
+                            condition(p, "PodScheduled"),
+                        )
+                    })
+                    .collect();
+                format!("{} pods: {}", all.len(), each.join("; "))
+            })
     })
     .await;
     k(&["-n", "shop", "scale", "deploy/web", "--replicas=3"]);
