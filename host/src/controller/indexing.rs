@@ -64,10 +64,9 @@ pub(super) async fn follow(
             super::map_one(&shared, change.object().text().clone()).await;
         }
         if watch.owns {
-            for owner in super::keys::owners(&shared.manifest.reconciles.kind, &change) {
-                if super::keys::is_cached(&shared.primary, &owner) {
-                    shared.queue.add(owner);
-                }
+            let kind = &shared.manifest.reconciles.kind;
+            for owner in super::keys::cached_owners(kind, &shared.primary, &change) {
+                shared.queue.add(owner);
             }
         }
     }

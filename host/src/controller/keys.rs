@@ -6,6 +6,7 @@
 //! [`ObjectKey`]s: namespace and name.
 
 use crate::cache::Change;
+use crate::informer::Informer;
 use crate::model::{CachedObject, KindRef, ObjectKey};
 
 /// The key a change of a primary object enqueues: the object itself.
@@ -26,15 +27,19 @@ pub(super) fn owners(primary: &KindRef, change: &Change) -> impl Iterator<Item =
     new.into_iter().chain(old)
 }
 
-/// Whether `owner` is in the plugin's primary cache. A child's change
-/// requeues its owner only then: an owner this plugin (or this instance,
-/// with its own selector) does not reconcile is not its to wake, and an
-/// owner not cached yet is enqueued by its own event when it arrives (as
+/// The owners a child's change requeues: its [`owners`] that are in the
+/// plugin's `primary` cache. An owner this plugin (or this instance, with
+/// its own selector) does not reconcile is not its to wake, and an owner
+/// not cached yet is enqueued by its own event when it arrives (as
 /// kube-runtime drops such a trigger). Without this, N instances of one
-/// plugin each reconciled every owner of every child: N reconciles per
-/// pod event, N − 1 of them of nothing.
-pub(super) fn is_cached(primary: &crate::informer::Informer, owner: &ObjectKey) -> bool {
-    primary.cache().read(|s| s.get(owner).is_some())
+/// plugin each reconciled every owner of every child: N reconciles per pod
+/// event, N − 1 of them of nothing.
+pub(super) fn cached_owners<'a>(
+    kind: &'a KindRef,
+    primary: &'a Informer,
+    change: &'a Change,
+) -> impl Iterator<Item = ObjectKey> + 'a {
+    owners(kind, change).filter(|owner| primary.cache().read(|s| s.get(owner).is_some()))
 }
 
 /// The key of `child`'s controller owner, when the owner is of the

@@ -54,6 +54,15 @@ pub struct QueueDepth {
     pub in_flight: usize,
 }
 
+/// One `owns` watch of the plugin.
+struct Owned {
+    kind: KindRef,
+    informer: Arc<Informer>,
+    /// The plugin's index of it, when the watch is indexed: its children
+    /// are read there, not handed over in the request.
+    index: Option<Arc<SharedIndex>>,
+}
+
 /// Everything a worker needs; shared by the workers of one plugin.
 struct Shared {
     /// The running version; reloads with the same manifest swap it.
@@ -61,7 +70,7 @@ struct Shared {
     manifest: Manifest,
     queue: WorkQueue<ObjectKey>,
     primary: Arc<Informer>,
-    owns: Vec<(KindRef, Arc<Informer>)>,
+    owns: Vec<Owned>,
     view: Arc<PluginView>,
     writer: Arc<Writer>,
     expectations: Mutex<Expectations>,
@@ -152,13 +161,23 @@ impl Controller {
         // Every informer's sync, and every index's build.
         let (ready, _) = tokio::sync::watch::channel(all.len() + indexed.len());
         let view = Arc::new(PluginView::new(all).with_indexes(indexes));
+        let owned: Vec<Owned> = owns
+            .into_iter()
+            .map(|(kind, informer)| Owned {
+                index: (indexed.iter())
+                    .find(|w| w.owns && w.kind == kind)
+                    .map(|w| w.index.clone()),
+                kind,
+                informer,
+            })
+            .collect();
 
         let shared = Arc::new(Shared {
             plugin: RwLock::new(plugin),
             manifest: manifest.clone(),
             queue: WorkQueue::new(RateLimit::default()),
             primary: primary.clone(),
-            owns: owns.clone(),
+            owns: owned,
             view,
             writer,
             expectations: Mutex::new(Expectations::new(EXPECTATION_TIMEOUT)),
@@ -178,18 +197,16 @@ impl Controller {
 
         // An indexed `owns` watch requeues owners from its index task, once
         // the change is filed: the reconcile reads the children there.
-        for ((_, informer), _) in owns.iter().zip(&manifest.owns).filter(|(_, w)| !w.indexed) {
+        for owned in shared.owns.iter().filter(|o| o.index.is_none()) {
             let kind = manifest.reconciles.kind.clone();
             let queue = shared.queue.clone();
             let primary = primary.clone();
-            let id = informer.subscribe(Arc::new(move |change: &Change| {
-                for owner in keys::owners(&kind, change) {
-                    if keys::is_cached(&primary, &owner) {
-                        queue.add(owner);
-                    }
+            let id = owned.informer.subscribe(Arc::new(move |change: &Change| {
+                for owner in keys::cached_owners(&kind, &primary, change) {
+                    queue.add(owner);
                 }
             }));
-            subscriptions.push((informer.clone(), id));
+            subscriptions.push((owned.informer.clone(), id));
         }
 
         // `reads` watches that are indexed go through their index (which

@@ -17,7 +17,7 @@ use tracing::Instrument;
 use super::expectations::{Cached, Pending, Sighting};
 use super::indexing::Binder;
 use super::retry::{Failure, Next, STALE_RETRY};
-use super::{Shared, keys, lock};
+use super::{Owned, Shared, keys, lock};
 use crate::contract::{Request, WriteFailure, now_ms};
 use crate::model::{CachedObject, KindRef, ObjectKey, ObjectRef};
 use crate::writer::{Applied, Target, WriteError};
@@ -144,24 +144,12 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectKey) -> Result<Option<Durat
     // Children of an indexed `owns` watch are read through the plugin's
     // index (`cache.lookup`, `totals`), not copied into every request: a
     // ReplicaSet of 10,000 pods would otherwise get all of them, as JSON
-    // text, on each of its reconciles. The writer still sees them all, when
-    // the outcome prunes.
-    let in_request =
-        |kind: &KindRef| !(shared.manifest.owns.iter()).any(|w| w.indexed && w.kind == *kind);
-    let any_in_request = manifest.owns.iter().any(|w| !w.indexed);
-    let mut owned = if any_in_request {
-        owned_children(shared, object.as_deref())
-    } else {
-        Vec::new()
-    };
+    // text, on each of its reconciles.
+    let mut owned = owned_children(shared, object.as_deref(), |o| o.index.is_none());
     let request = Request {
         key: primary.clone(),
         object: object.as_ref().map(|o| o.text().to_string()),
-        owned: owned
-            .iter()
-            .filter(|(kind, _)| in_request(kind))
-            .map(|(_, o)| o.text().to_string())
-            .collect(),
+        owned: owned.iter().map(|(_, o)| o.text().to_string()).collect(),
         attempt: shared.queue.failures(key),
         now_ms: now_ms(),
         last_failure: lock(&shared.retries).last_failure(key),
@@ -176,8 +164,11 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectKey) -> Result<Option<Durat
     shared.stats.call_time.observe(called.elapsed());
     let outcome = outcome?;
 
-    if outcome.prune_owned && !any_in_request {
-        owned = owned_children(shared, object.as_deref());
+    if outcome.prune_owned {
+        // The writer prunes among all children, those left out too.
+        owned.extend(owned_children(shared, object.as_deref(), |o| {
+            o.index.is_some()
+        }));
     }
     let binder = Binder::prepare(shared, &outcome).await;
     let target = Target {
@@ -214,11 +205,12 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectKey) -> Result<Option<Durat
     Ok(outcome.requeue_after)
 }
 
-/// The children of `object` in the caches of the plugin's `owns` kinds:
-/// those whose controller owner reference has its uid.
+/// The children of `object` in the caches of the plugin's `owns` watches
+/// that `which` picks: those whose controller owner reference has its uid.
 fn owned_children(
     shared: &Shared,
     object: Option<&CachedObject>,
+    which: impl Fn(&Owned) -> bool,
 ) -> Vec<(KindRef, Arc<CachedObject>)> {
     let Some(uid) = object.map(CachedObject::uid).filter(|uid| !uid.is_empty()) else {
         return Vec::new();
@@ -227,13 +219,14 @@ fn owned_children(
     shared
         .owns
         .iter()
-        .flat_map(|(kind, informer)| {
-            informer
+        .filter(|o| which(o))
+        .flat_map(|o| {
+            o.informer
                 .cache()
                 .read(|s| s.controlled_by(uid))
                 .into_iter()
                 .filter(|child| keys::controlled_by_kind(primary, child))
-                .map(move |child| (kind.clone(), child))
+                .map(move |child| (o.kind.clone(), child))
         })
         .collect()
 }
@@ -254,7 +247,7 @@ fn failed_write(error: &WriteError, failed_at: Option<u32>) -> Option<WriteFailu
 
 /// Expects the creates and deletes of owned kinds a reconcile of `key` did.
 fn expect(shared: &Shared, key: &ObjectKey, applied: Applied) {
-    let owned = |r: &ObjectRef| shared.owns.iter().any(|(kind, _)| r.is_of(kind));
+    let owned = |r: &ObjectRef| shared.owns.iter().any(|o| r.is_of(&o.kind));
     let creates: Vec<ObjectRef> = applied.created.into_iter().filter(|r| owned(r)).collect();
     let deletes: Vec<ObjectRef> = applied.deleted.into_iter().filter(|r| owned(r)).collect();
     lock(&shared.expectations).expect(
@@ -274,11 +267,10 @@ fn pending_expectation(shared: &Shared, key: &ObjectKey) -> Pending {
             cached: Cached::Absent,
             cache_version: None,
         };
-        for (kind, informer) in shared.owns.iter().filter(|(kind, _)| r.is_of(kind)) {
-            let filed = (shared.indexed.iter())
-                .find(|w| w.owns && w.kind == *kind)
-                .map(|w| w.index.read(|i| i.version_of(&ObjectKey::from(r.key()))));
-            let seen = informer.cache().read(|s| {
+        for o in shared.owns.iter().filter(|o| r.is_of(&o.kind)) {
+            let filed = (o.index.as_ref())
+                .map(|index| index.read(|i| i.version_of(&ObjectKey::from(r.key()))));
+            let seen = o.informer.cache().read(|s| {
                 let cached = s.get(r.key()).map(|o| {
                     let state = if o.is_deleting() {
                         Cached::Deleting
