@@ -7,6 +7,7 @@
 
 pub mod authz;
 pub mod cluster;
+pub mod forward;
 pub mod modules;
 mod plugins;
 pub mod process;

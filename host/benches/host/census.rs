@@ -9,17 +9,9 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 
-use bytes::Bytes;
-use http::Request;
-use hyper::body::{Body, Frame, Incoming};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use tokio::net::TcpListener;
+use windlass_tests::forward::Forward;
 
 /// What one watch is of: the resource path and its selectors.
 pub(crate) type WatchKey = String;
@@ -28,9 +20,8 @@ type Open = Arc<Mutex<BTreeMap<WatchKey, u64>>>;
 
 /// The running proxy; stops accepting when dropped.
 pub(crate) struct Census {
-    addr: SocketAddr,
+    forward: Forward,
     open: Open,
-    accept: tokio::task::JoinHandle<()>,
 }
 
 /// The watch a request opens, if it is one: its path with the selectors
@@ -74,12 +65,7 @@ fn decode(v: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// A response body that counts its watch open until it is dropped.
-struct Tracked {
-    inner: Incoming,
-    _open: Option<OpenWatch>,
-}
-
+/// A watch counted open until the response body holding it is dropped.
 struct OpenWatch {
     key: WatchKey,
     open: Open,
@@ -97,95 +83,35 @@ impl Drop for OpenWatch {
     }
 }
 
-impl Body for Tracked {
-    type Data = Bytes;
-    type Error = hyper::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.inner.size_hint()
-    }
-}
-
 impl Census {
     /// Listens on a free loopback port and forwards to `upstream`.
     pub(crate) async fn start(upstream: SocketAddr) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the census proxy");
-        let addr = listener.local_addr().expect("proxy address");
         let open: Open = Arc::default();
-        let client: Client<HttpConnector, Incoming> =
-            Client::builder(TokioExecutor::new()).build_http();
         let counts = open.clone();
-        let accept = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let (client, counts) = (client.clone(), counts.clone());
-                let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
-                    let (client, counts) = (client.clone(), counts.clone());
-                    async move {
-                        let path = req
-                            .uri()
-                            .path_and_query()
-                            .map(|p| p.as_str().to_owned())
-                            .unwrap_or_default();
-                        let watch = watch_key(&path).map(|key| {
-                            *counts
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .entry(key.clone())
-                                .or_default() += 1;
-                            OpenWatch {
-                                key,
-                                open: counts.clone(),
-                            }
-                        });
-                        *req.uri_mut() = format!("http://{upstream}{path}")
-                            .parse()
-                            .expect("a proxied URI");
-                        let resp = client.request(req).await?;
-                        Ok::<_, hyper_util::client::legacy::Error>(resp.map(|inner| Tracked {
-                            inner,
-                            _open: watch,
-                        }))
-                    }
-                });
-                tokio::spawn(async move {
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        Self { addr, open, accept }
+        let forward = Forward::start(upstream, move |_, path| {
+            watch_key(path).map(|key| {
+                *counts
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry(key.clone())
+                    .or_default() += 1;
+                OpenWatch {
+                    key,
+                    open: counts.clone(),
+                }
+            })
+        })
+        .await;
+        Self { forward, open }
     }
 
     /// Rewrites a kubeconfig for `upstream` so that it goes through here.
     pub(crate) fn kubeconfig(&self, kubeconfig: &str, upstream: SocketAddr) -> String {
-        kubeconfig.replace(&upstream.to_string(), &self.addr.to_string())
+        self.forward.kubeconfig(kubeconfig, upstream)
     }
 
     /// The watches open now, by what they watch.
     pub(crate) fn open(&self) -> BTreeMap<WatchKey, u64> {
         self.open.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-impl Drop for Census {
-    fn drop(&mut self) {
-        self.accept.abort();
     }
 }
