@@ -39,14 +39,15 @@ mod sync;
 #[path = "host/table.rs"]
 mod table;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use tokio::runtime::Runtime;
-use windlass::host::HostConfig;
+use windlass::client::ApiClient;
+use windlass::host::{Host, HostConfig};
 use windlass::runtime::RuntimeConfig;
 use windlass_apiserver::{Config, RunningServer};
 
@@ -244,6 +245,20 @@ fn plugin_path(name: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// A host on `client` with `plugins` loaded, once every one is ready.
+async fn ready_host(client: ApiClient, plugins: &[&Path]) -> Host {
+    let host = Host::new(client, host_config()).expect("host");
+    for plugin in plugins {
+        if let Err(e) = host.load_file(plugin).await {
+            panic!("{} loads: {e}", plugin.display());
+        }
+    }
+    while !host.is_ready().await {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    host
 }
 
 fn host_config() -> HostConfig {

@@ -15,14 +15,13 @@ use windlass::cache::Change;
 use windlass::client::ApiClient;
 use windlass::contract::{KindRef, Watch};
 use windlass::discovery::Discovery;
-use windlass::host::Host;
 use windlass::informer::InformerConfig;
 use windlass::informers::Informers;
 use windlass_apiserver::RunningServer;
 
 use super::load::{PODS, REPLICASETS, create_many, get, http, replicaset_body};
 use super::table::thousands;
-use super::{REPLICAS, durable_server, host_config, plugin_path};
+use super::{REPLICAS, durable_server, plugin_path, ready_host};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Side {
@@ -256,14 +255,7 @@ pub(crate) fn converge(
         let (mut windlass, mut peer) = (None, None);
         match side {
             Side::Windlass => {
-                let host = Host::new(client, host_config()).expect("host");
-                host.load_file(&plugin_file)
-                    .await
-                    .expect("replicaset loads");
-                while !host.is_ready().await {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                windlass = Some(host);
+                windlass = Some(ready_host(client, &[&plugin_file]).await);
             }
             Side::Peer => {
                 let client = windlass_peer::client_from_kubeconfig_yaml(&kubeconfig)

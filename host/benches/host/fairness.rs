@@ -18,7 +18,7 @@ use windlass::host::{ControllerStats, Host};
 
 use super::load::{CONFIGMAPS, create_many};
 use super::table::thousands;
-use super::{fresh_server, host_config, plugin_path};
+use super::{fresh_server, plugin_path, ready_host};
 
 /// ConfigMaps the noisy plugin loops on (its max concurrency).
 const NOISY_KEYS: u64 = 8;
@@ -140,15 +140,8 @@ fn run(
         let client = ApiClient::from_kubeconfig_yaml(&kubeconfig)
             .await
             .expect("client");
-        let host = Host::new(client, host_config()).expect("host");
-        host.load_file(quiet).await.expect("test-noop loads");
-        if let Some(noisy) = noisy {
-            host.load_file(noisy).await.expect("test-noisy loads");
-        }
-        while !host.is_ready().await {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        host
+        let plugins: Vec<&std::path::Path> = std::iter::once(quiet).chain(noisy).collect();
+        ready_host(client, &plugins).await
     });
     if noisy.is_some() {
         servers.block_on(create_many(

@@ -7,11 +7,10 @@ use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 use windlass::client::ApiClient;
 use windlass::histogram::{Histogram, HistogramSnapshot};
-use windlass::host::Host;
 use windlass_apiserver::RunningServer;
 
 use super::load::{CONFIGMAPS, configmap_body, create_many};
-use super::{Sizes, host_config, plugin_path};
+use super::{Sizes, plugin_path, ready_host};
 
 pub(crate) struct Latency {
     /// Events per second asked for and reached, and how many.
@@ -94,14 +93,7 @@ pub(crate) fn latency_windlass(
         let client = ApiClient::from_kubeconfig_yaml(&kubeconfig)
             .await
             .expect("client");
-        let host = Host::new(client, host_config()).expect("host");
-        host.load_file(&plugin_path("test-noop"))
-            .await
-            .expect("test-noop loads");
-        while !host.is_ready().await {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        host
+        ready_host(client, &[&plugin_path("test-noop")]).await
     });
     let result = measure(servers, server, sizes, || {
         let stats = controllers
