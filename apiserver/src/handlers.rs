@@ -144,11 +144,11 @@ async fn serve(
             }
             // Admission's work that needs no lock is done before it.
             let req = ctx.req();
-            let governing = crate::admission::governing(&ctx.shared.peek(), &req, &obj);
-            let early = governing.and_then(|g| crate::admission::early(&req, g, &mut obj));
+            let governing = crate::admission::governing(|| ctx.shared.peek(), &req, &obj);
+            let early = governing.map(|g| crate::admission::early(&req, g, &mut obj));
             let (w, pending) = {
                 let mut st = ctx.shared.lock_for_create();
-                let w = write::create(&mut st, &ctx.req(), obj, early);
+                let w = write::create(&mut st, &req, obj, early);
                 (w, crate::admission::Charges::pending(&st))
             };
             ctx.shared.schedule_charge_flush(pending);

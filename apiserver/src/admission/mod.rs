@@ -105,30 +105,28 @@ fn undecodable(req: &Req<'_>, why: String) -> ApiError {
 /// its LimitRange defaults filled in and its bounds checked, and its quota
 /// usage and QoS class worked out, so that under the lock only the quota
 /// check and charge remain ([`mutate`] then hands this back, errors
-/// included, at the point it would have found them). `None`: nothing to do
-/// early (another kind, or an ungoverned namespace).
+/// included, at the point it would have found them); for a pod create
+/// that [`governing`] found governed.
 ///
 /// The LimitRanges are read here, a moment before the pod is stored, as
 /// upstream's LimitRanger reads them from its informer's cache: a range
 /// written meanwhile applies from the next pod. Never a range older than
 /// a write already answered, since they are read from the state itself.
 /// Quota is not read here: its check and charge stay under the lock.
-pub(crate) fn early(
-    req: &Req<'_>,
-    governing: Governing,
-    obj: &mut Value,
-) -> Option<ApiResult<Review>> {
-    if governing.ranges.is_empty() && !governing.quotas {
-        return None;
-    }
+pub(crate) fn early(req: &Req<'_>, governing: Governing, obj: &mut Value) -> ApiResult<Review> {
     normalize("", "pods", obj);
-    Some(new_pod(req, &governing.ranges, governing.quotas, obj))
+    new_pod(req, &governing.ranges, governing.quotas, obj)
 }
 
-/// What governs a pod create in its namespace, read (under a brief lock
-/// the caller holds) for [`early`]: the LimitRanges, and whether there are
-/// quotas. `None`: not a pod create in a namespace, nothing to read.
-pub(crate) fn governing(st: &State, req: &Req<'_>, obj: &Value) -> Option<Governing> {
+/// What governs a pod create in its namespace, for [`early`]: the
+/// LimitRanges, and whether there are quotas, read under a brief lock of
+/// the `state` (taken only for a pod create in a namespace). `None`: not
+/// such a create, or a namespace with neither.
+pub(crate) fn governing<G: std::ops::Deref<Target = State>>(
+    state: impl FnOnce() -> G,
+    req: &Req<'_>,
+    obj: &Value,
+) -> Option<Governing> {
     let res = req.res;
     if !(res.group.is_empty() && res.plural == "pods" && res.namespaced)
         || req.ns.is_empty()
@@ -136,10 +134,10 @@ pub(crate) fn governing(st: &State, req: &Req<'_>, obj: &Value) -> Option<Govern
     {
         return None;
     }
-    Some(Governing {
-        ranges: st.list(LIMIT_RANGES, Some(req.ns)),
-        quotas: !st.list(QUOTAS, Some(req.ns)).is_empty(),
-    })
+    let st = state();
+    let ranges = st.list(LIMIT_RANGES, Some(req.ns));
+    let quotas = !st.list(QUOTAS, Some(req.ns)).is_empty();
+    (!ranges.is_empty() || quotas).then_some(Governing { ranges, quotas })
 }
 
 /// See [`governing`].
