@@ -121,12 +121,17 @@ impl KindIndex {
     /// Files `key` as `entry` (with `text`) now, ahead of the informer, if
     /// none of the keys it would be filed under changed since the caller
     /// read them (`read`: key → version seen; keys it did not read are not
-    /// checked).
+    /// checked). `decided_at` is the version of the object the decision
+    /// was made on: the informer's events up to it are older news and do
+    /// not undo the assumption, even when the index files them late (the
+    /// pod's first event can reach the index after the decision that binds
+    /// it, which reads the pod from another watch).
     pub fn assume(
         &mut self,
         key: ObjectKey,
         text: Arc<str>,
         entry: IndexEntry,
+        decided_at: u64,
         read: &HashMap<&str, u64>,
     ) -> Result<(), Conflict> {
         for k in &entry.keys {
@@ -140,7 +145,7 @@ impl KindIndex {
             }
         }
         let previous = self.unfile(&key).map(Box::new);
-        let version = previous.as_ref().map_or(0, |p| p.version);
+        let version = previous.as_ref().map_or(0, |p| p.version).max(decided_at);
         self.put(
             key,
             Filed {
@@ -355,6 +360,7 @@ mod tests {
             pod("p1"),
             text("bound"),
             entry(&["n1"], &[500], "").unwrap(),
+            10,
             &read,
         )
         .expect("the first binding is assumed");
@@ -363,6 +369,7 @@ mod tests {
             pod("p2"),
             text("bound"),
             entry(&["n1"], &[500], "").unwrap(),
+            11,
             &read,
         );
         assert!(second.is_err(), "the second sees n1 changed: {second:?}");
@@ -375,6 +382,29 @@ mod tests {
         assert_eq!(ix.lookup("pending").0.len(), 1);
     }
 
+    /// The decision read the pod from another watch before the index had
+    /// filed it: the pod's first event, filed after the assumption, must
+    /// not take the pod off the node it is being bound to (two pods with
+    /// required anti-affinity were seen bound to one node that way).
+    #[test]
+    fn an_assumption_survives_the_event_it_was_decided_on_arriving_late() {
+        let mut ix = KindIndex::new();
+        ix.assume(
+            pod("p"),
+            text("bound"),
+            entry(&["n1"], &[1], "").unwrap(),
+            10,
+            &HashMap::new(),
+        )
+        .unwrap();
+        assert!(!ix.file(pod("p"), 10, text("pending"), entry(&["pending"], &[], "")));
+        assert_eq!(ix.totals("n1").0, [1]);
+        assert!(ix.lookup("pending").0.is_empty());
+        // The binding's own event, newer, replaces it.
+        ix.file(pod("p"), 11, text("bound"), entry(&["n1"], &[1], ""));
+        assert_eq!(ix.totals("n1").0, [1]);
+    }
+
     #[test]
     fn a_failed_binding_puts_the_object_back() {
         let mut ix = KindIndex::new();
@@ -383,6 +413,7 @@ mod tests {
             pod("p"),
             text("bound"),
             entry(&["n1"], &[7], "").unwrap(),
+            5,
             &HashMap::new(),
         )
         .unwrap();

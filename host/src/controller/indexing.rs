@@ -112,7 +112,9 @@ pub(super) struct Binder {
     index: Arc<SharedIndex>,
     /// Key → version, of the pod index's keys the reconcile read.
     read: HashMap<String, u64>,
-    bound: HashMap<ObjectRef, (ObjectKey, Arc<str>, IndexEntry)>,
+    /// Each pod: its key, its text and entry once bound, and the version
+    /// the decision saw.
+    bound: HashMap<ObjectRef, (ObjectKey, Arc<str>, IndexEntry, u64)>,
 }
 
 impl Binder {
@@ -150,13 +152,21 @@ impl Binder {
                 .read(|i| i.text_of(&key))
                 .or_else(|| shared.view.get(target));
             let Some(text) = text else { continue };
-            let Some(assumed) = bound_pod(&text, &node) else {
+            let Some((assumed, filed_at)) = bound_pod(&text, &node) else {
                 continue;
             };
+            // The decision was made on the pod as the reconciled watch has
+            // it, which may be newer than what the index has filed yet.
+            let reconciled_at = (shared.manifest.reconciles.kind == pods)
+                .then(|| shared.primary.cache().read(|s| s.get(&key)))
+                .flatten()
+                .and_then(|o| o.resource_version().parse().ok())
+                .unwrap_or(0);
+            let decided_at = filed_at.max(reconciled_at);
             let Some(entry) = index_entry(shared, assumed.clone()).await else {
                 continue;
             };
-            bound.insert(target.clone(), (key, assumed, entry));
+            bound.insert(target.clone(), (key, assumed, entry, decided_at));
         }
         if bound.is_empty() {
             return None;
@@ -173,12 +183,12 @@ impl Binder {
 
 impl Assume for Binder {
     fn before_bind(&self, pod: &ObjectRef, _node: &str) -> Result<(), String> {
-        let Some((key, text, entry)) = self.bound.get(pod) else {
+        let Some((key, text, entry, decided_at)) = self.bound.get(pod) else {
             return Ok(());
         };
         let read: HashMap<&str, u64> = self.read.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         self.index
-            .write(|i| i.assume(key.clone(), text.clone(), entry.clone(), &read))
+            .write(|i| i.assume(key.clone(), text.clone(), entry.clone(), *decided_at, &read))
             .map_err(|c| format!("binding {pod}: {}", c.0))
     }
 
@@ -186,16 +196,21 @@ impl Assume for Binder {
         if bound {
             return;
         }
-        if let Some((key, _, _)) = self.bound.get(pod) {
+        if let Some((key, ..)) = self.bound.get(pod) {
             self.index.write(|i| i.forget_assumption(key));
         }
     }
 }
 
 /// The pod `text` as the binding subresource leaves it: on `node`, with
-/// `PodScheduled=True`.
-fn bound_pod(text: &str, node: &str) -> Option<Arc<str>> {
+/// `PodScheduled=True`; and the resourceVersion `text` has.
+fn bound_pod(text: &str, node: &str) -> Option<(Arc<str>, u64)> {
     let mut pod: Value = serde_json::from_str(text).ok()?;
+    let version = pod
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let spec = pod.get_mut("spec")?.as_object_mut()?;
     spec.insert("nodeName".into(), json!(node));
     let status = pod
@@ -209,7 +224,7 @@ fn bound_pod(text: &str, node: &str) -> Option<Arc<str>> {
             list.push(json!({"type": "PodScheduled", "status": "True"}));
         }
     }
-    Some(pod.to_string().into())
+    Some((pod.to_string().into(), version))
 }
 
 #[cfg(test)]
@@ -218,7 +233,7 @@ mod tests {
     fn a_bound_pod_has_its_node_and_scheduled_condition() {
         let pod = r#"{"metadata":{"name":"p"},"spec":{"containers":[]},"status":{"conditions":[{"type":"PodScheduled","status":"False"}]}}"#;
         let bound: serde_json::Value =
-            serde_json::from_str(&super::bound_pod(pod, "n1").unwrap()).unwrap();
+            serde_json::from_str(&super::bound_pod(pod, "n1").unwrap().0).unwrap();
         assert_eq!(bound["spec"]["nodeName"], "n1");
         assert_eq!(
             bound["status"]["conditions"],
