@@ -214,11 +214,17 @@ fn write_limits(r: &mut Registry, host: &Host) {
         Unit::Seconds,
         waited.clone(),
     );
+    let dropped = counter(
+        r,
+        "windlass_events_dropped",
+        "Events a plugin recorded that were dropped as spam (client-go's limit: 25 about one object, then one every 5 minutes), by plugin",
+    );
     for t in host.write_throttles() {
         let l = vec![("plugin".to_owned(), t.plugin.clone())];
         qps.get_or_create(&l).set(t.limit.qps);
         burst.get_or_create(&l).set(i64::from(t.limit.burst));
         waited.get_or_create(&l).inc_by(t.waited.as_secs_f64());
+        dropped.get_or_create(&l).inc_by(t.events_dropped);
     }
 }
 

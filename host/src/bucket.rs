@@ -41,6 +41,31 @@ impl Bucket {
         if self.per_second <= 0.0 {
             return Duration::ZERO;
         }
+        self.refill(now);
+        self.tokens -= 1.0;
+        if self.tokens >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-self.tokens / self.per_second)
+        }
+    }
+
+    /// Takes one token at `now` if one is there (client-go's `TryAccept`):
+    /// never waits and never goes into debt.
+    pub(crate) fn try_take(&mut self, now: Instant) -> bool {
+        if self.per_second <= 0.0 {
+            return true;
+        }
+        self.refill(now);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
         match self.last {
             Some(last) if now <= last => {}
             Some(last) => {
@@ -49,12 +74,6 @@ impl Bucket {
                 self.last = Some(now);
             }
             None => self.last = Some(now),
-        }
-        self.tokens -= 1.0;
-        if self.tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(-self.tokens / self.per_second)
         }
     }
 }

@@ -351,6 +351,7 @@ mod tests {
                 limit: crate::writer::WriteLimit::new(5.0, 10).unwrap(),
                 waited: Duration::from_millis(40),
                 waits: time.snapshot(),
+                events_dropped: 0,
             }],
         });
         for line in [

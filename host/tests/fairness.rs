@@ -5,7 +5,9 @@
 //! every request to its plugin by user agent. The quiet plugin still
 //! converges its ReplicaSets while the noisy one floods; the noisy one's
 //! requests stay within its limit over the whole measured window; and
-//! `/metrics` shows the limits and the time spent waiting for them.
+//! `/metrics` shows the limits and the time spent waiting for them. And
+//! with no limit at all, the noisy plugin's events are held to client-go's
+//! correlator rules.
 //!
 //! Nothing here is timed: the bound `requests ≤ burst + qps × elapsed`
 //! holds however slow the machine is (a slower machine only lengthens the
@@ -185,6 +187,91 @@ async fn a_noisy_plugin_is_held_to_its_write_limit_and_a_quiet_one_still_converg
             .flatten()
         });
         assert!(limited.is_some_and(|n| n >= sent as f64), "{metrics}");
+        c.stop();
+    })
+    .await
+    .unwrap();
+}
+
+/// Without a write limit, the noisy plugin's events are still held to
+/// client-go's correlator rules: at most 25 about one object (the combined
+/// event counting every message past the tenth), the rest dropped and
+/// counted on `/metrics`, while its patches go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_recording_events_in_a_loop_is_held_to_25_about_an_object() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
+        .await
+        .unwrap();
+    let kubeconfig_dir = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig_dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, server.kubeconfig()).unwrap();
+    let admin = free_port();
+    tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let c = Cluster::start_with_args(
+            env!("CARGO_BIN_EXE_windlass"),
+            &["test-noisy"],
+            &[],
+            &["--admin", &format!("127.0.0.1:{admin}")],
+            Server::Kubeconfig(&kubeconfig),
+        );
+        c.ok(&["apply", "-f", "-"], Some(&noisy_configmap("noise-0")));
+        let dropped = |metrics: &str| {
+            sample(
+                metrics,
+                r#"windlass_events_dropped_total{plugin="test-noisy"}"#,
+            )
+        };
+        c.eventually(
+            "the spam filter drops the noisy plugin's events",
+            WAIT,
+            || {
+                let (_, metrics) = http_get(admin, "/metrics").ok_or("no answer on /metrics")?;
+                let n = dropped(&metrics).unwrap_or(0.0);
+                (n > 100.0).then_some(()).ok_or(format!("{n} dropped"))
+            },
+        );
+        let stamp = |c: &Cluster| {
+            c.json(&["configmap", "noise-0"])["metadata"]["annotations"]["noise/at"]
+                .as_str()
+                .map(str::to_owned)
+        };
+        let before = stamp(&c);
+        c.eventually("its patches go on", WAIT, || {
+            let now = stamp(&c);
+            (now != before)
+                .then_some(())
+                .ok_or(format!("stamp {now:?}"))
+        });
+
+        let events: Vec<_> = c
+            .items(&["events"])
+            .into_iter()
+            .filter(|e| e["involvedObject"]["name"] == "noise-0")
+            .collect();
+        let total: u64 = events
+            .iter()
+            .map(|e| e["count"].as_u64().unwrap_or(1))
+            .sum();
+        // One more every five minutes after the first 25.
+        let allowed = 25 + started.elapsed().as_secs() / 300 + 1;
+        assert!(
+            (25..=allowed).contains(&total),
+            "{total} occurrences in {} Events about noise-0 (allowed {allowed})",
+            events.len()
+        );
+        // Nine distinct messages, then one combined event counting the rest.
+        let combined: Vec<_> = events
+            .iter()
+            .filter(|e| {
+                e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("(combined from similar events): noise "))
+            })
+            .collect();
+        assert_eq!(combined.len(), 1, "{events:#?}");
+        assert_eq!(events.len(), 10, "{events:#?}");
+        assert_eq!(combined[0]["count"].as_u64(), Some(total - 9));
         c.stop();
     })
     .await

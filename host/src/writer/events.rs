@@ -1,7 +1,7 @@
 //! Events a plugin's outcome records, and the Warning event a failed
-//! reconcile leaves on its object: core/v1 Events, where a repeat of the
-//! same event bumps `count` and `lastTimestamp` of the first instead of
-//! making another (as client-go's event correlator aggregates them).
+//! reconcile leaves on its object: core/v1 Events, correlated as client-go's
+//! event recorder correlates them (`correlate.rs`: repeats bump the count of
+//! the first, similar events combine, a flood about one object is dropped).
 
 use std::time::SystemTime;
 
@@ -10,22 +10,10 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::json;
 
 use super::Writer;
+use super::correlate::{Key, Recorded, Send, Source};
 use crate::contract::{Event, EventType, Manifest};
 use crate::discovery::segment;
 use crate::model::{CachedObject, ObjectRef};
-
-/// What makes two events the same event, for aggregation.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) struct EventKey {
-    plugin: String,
-    regarding: ObjectRef,
-    type_: &'static str,
-    reason: String,
-    message: String,
-}
-
-/// Remembered events for aggregation; past this the memory starts over.
-const MAX_REMEMBERED_EVENTS: usize = 4096;
 
 impl Writer {
     /// Records a Warning event on `key` for a failed reconcile, so that
@@ -43,68 +31,90 @@ impl Writer {
             message,
             regarding: None,
         };
-        self.record(manifest, key, primary, &event).await;
+        self.record(manifest, key, primary, std::slice::from_ref(&event))
+            .await;
     }
 
-    /// Records an event; failures are logged, never returned.
+    /// Records the events of one outcome about `key` (or the objects they
+    /// name), as the correlator decides, each request at once; failures are
+    /// logged, never returned.
     pub(super) async fn record(
         &self,
         manifest: &Manifest,
         key: &ObjectRef,
         primary: Option<&CachedObject>,
-        event: &Event,
+        events: &[Event],
     ) {
-        let regarding = event.regarding.clone().unwrap_or_else(|| key.clone());
-        let uid = (regarding == *key)
-            .then(|| primary.map(|p| p.uid().to_owned()))
-            .flatten();
-        let type_ = match event.type_ {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        };
-        let event_key = EventKey {
-            plugin: manifest.name.clone(),
-            regarding: regarding.clone(),
-            type_,
-            reason: event.reason.clone(),
-            message: event.message.clone(),
-        };
-        let namespace = regarding
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
+        if events.is_empty() {
+            return;
+        }
+        let uid = primary.map(|p| p.uid().to_owned());
+        let proposed = events.iter().map(|event| {
+            let regarding = event.regarding.clone().unwrap_or_else(|| key.clone());
+            let uid = (regarding == *key).then(|| uid.clone()).flatten();
+            let source = Source {
+                plugin: manifest.name.clone(),
+                regarding,
+                uid,
+            };
+            (
+                source,
+                type_name(event.type_),
+                event.reason.clone(),
+                event.message.clone(),
+            )
+        });
+        let sends = self
+            .correlator()
+            .decide_all(proposed, tokio::time::Instant::now());
+        futures::future::join_all(sends.into_iter().map(|s| self.send_event(manifest, s))).await;
+    }
+
+    /// Creates or bumps one Event, and remembers it.
+    async fn send_event(&self, manifest: &Manifest, send: Send) {
+        let Send {
+            key,
+            existing,
+            mut count,
+            message,
+        } = send;
         let who = self.caller(&manifest.name);
         let now = rfc3339(SystemTime::now());
-        let previous = self
-            .events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&event_key)
-            .cloned();
-        if let Some((ns, name, count)) = previous {
+        let (Key::Exact(similar, _) | Key::Combined(similar)) = &key;
+        if let Some(existing) = existing {
             let path = format!(
                 "/api/v1/namespaces/{}/events/{}",
-                segment(&ns),
-                segment(&name)
+                segment(&existing.namespace),
+                segment(&existing.name)
             );
-            let patch = json!({"count": count + 1, "lastTimestamp": now});
+            let patch = json!({"count": count, "lastTimestamp": now, "message": message});
             match self.merge_patch(&path, &who, &patch).await {
                 Ok(_) => {
-                    self.remember(event_key, ns, name, count + 1);
+                    self.correlator()
+                        .remember(key, Recorded { count, ..existing });
                     return;
                 }
-                Err(e) if e.is_not_found() => {}
+                Err(e) if e.is_not_found() => {
+                    // Deleted since (or expired): start it again.
+                    self.correlator().forget(&key);
+                    count -= existing.count;
+                }
                 Err(e) => {
                     tracing::warn!(plugin = %manifest.name, error = %e, "could not update event");
                     return;
                 }
             }
         }
+        let regarding = &similar.source.regarding;
+        let namespace = regarding
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
         let mut involved = json!({"apiVersion": regarding.api_version, "kind": regarding.kind, "name": regarding.name});
         if let Some(ns) = &regarding.namespace {
             involved["namespace"] = json!(ns);
         }
-        if let Some(uid) = uid {
+        if let Some(uid) = &similar.source.uid {
             involved["uid"] = json!(uid);
         }
         let component = format!("windlass/{}", manifest.name);
@@ -112,10 +122,10 @@ impl Writer {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"generateName": format!("{}.", regarding.name), "namespace": namespace},
             "involvedObject": involved,
-            "type": type_, "reason": event.reason, "message": event.message,
+            "type": similar.type_, "reason": similar.reason, "message": message,
             "source": {"component": component},
             "reportingComponent": component, "reportingInstance": component,
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+            "firstTimestamp": now, "lastTimestamp": now, "count": count,
         });
         let path = format!("/api/v1/namespaces/{}/events", segment(&namespace));
         match self
@@ -125,7 +135,14 @@ impl Writer {
             Ok(answer) => {
                 let created = super::Created::read(&answer);
                 if !created.name.is_empty() {
-                    self.remember(event_key, namespace, created.name, 1);
+                    self.correlator().remember(
+                        key,
+                        Recorded {
+                            namespace,
+                            name: created.name,
+                            count,
+                        },
+                    );
                 }
             }
             Err(e) => {
@@ -133,13 +150,12 @@ impl Writer {
             }
         }
     }
+}
 
-    fn remember(&self, key: EventKey, namespace: String, name: String, count: u32) {
-        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        if events.len() >= MAX_REMEMBERED_EVENTS && !events.contains_key(&key) {
-            events.clear();
-        }
-        events.insert(key, (namespace, name, count));
+fn type_name(t: EventType) -> &'static str {
+    match t {
+        EventType::Normal => "Normal",
+        EventType::Warning => "Warning",
     }
 }
 

@@ -9,7 +9,8 @@
 //! - `prune-owned` deletes owned children that no `apply`/`replace` named.
 //! - A `409 Conflict` or `404 Not Found` means the cache was behind: the
 //!   outcome stops there and the key is reconciled again from fresh state.
-//! - Events become core/v1 Events; a repeat bumps the count of the first.
+//! - Events become core/v1 Events, correlated as client-go does: a repeat
+//!   bumps the count of the first, similar ones combine, a flood is dropped.
 //!
 //! Every request carries a field manager and user agent naming the plugin,
 //! and waits for the plugin's write limit (`throttle.rs`) before it is sent.
@@ -17,13 +18,14 @@
 //! The rooms: this file carries out writes; what an `apply` sends and what
 //! `prune-owned` deletes are plain functions over object JSON in the
 //! `windlass-apply` crate, which the SDK's test harness uses too;
-//! `events.rs` records and aggregates events; `throttle.rs` holds each
+//! `events.rs` records events, as `correlate.rs` decides; `throttle.rs` holds each
 //! plugin to its write limit.
 
+mod correlate;
 mod events;
 mod throttle;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use http::Method;
@@ -33,7 +35,7 @@ use crate::client::{ApiClient, ApiError};
 use crate::contract::{Delete, DeleteOptions, Manifest, Outcome, SubresourceCreate, Write};
 use crate::discovery::{Discovery, DiscoveryError};
 use crate::model::{CacheReader, CachedObject, KindRef, ObjectRef};
-use events::EventKey;
+use correlate::Correlator;
 use throttle::{Throttle, Throttles};
 pub use throttle::{ThrottleStats, WriteLimit};
 use windlass_apply::{Apply, Child, owner_reference, set_meta};
@@ -221,7 +223,7 @@ pub trait Assume: Send + Sync {
 pub struct Writer {
     client: ApiClient,
     discovery: Arc<Discovery>,
-    events: Mutex<HashMap<EventKey, (String, String, u32)>>,
+    events: Mutex<Correlator>,
     throttles: Throttles,
 }
 
@@ -238,7 +240,7 @@ impl Writer {
         Self {
             client,
             discovery,
-            events: Mutex::new(HashMap::new()),
+            events: Mutex::default(),
             throttles: Throttles::new(limit),
         }
     }
@@ -257,11 +259,22 @@ impl Writer {
     /// Forgets the limit of a plugin that no longer runs.
     pub fn forget(&self, plugin: &str) {
         self.throttles.remove(plugin);
+        self.correlator().forget_plugin(plugin);
     }
 
-    /// Every plugin's write limit and the time its requests waited.
+    /// Every plugin's write limit, the time its requests waited and the
+    /// events the spam filter dropped.
     pub fn throttle_stats(&self) -> Vec<ThrottleStats> {
-        self.throttles.stats()
+        let mut stats = self.throttles.stats();
+        let correlator = self.correlator();
+        for s in &mut stats {
+            s.events_dropped = correlator.dropped(&s.plugin);
+        }
+        stats
+    }
+
+    fn correlator(&self) -> std::sync::MutexGuard<'_, Correlator> {
+        self.events.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The identity and write limit `plugin`'s requests go out with.
@@ -369,25 +382,8 @@ impl Writer {
             }
         }
 
-        // Distinct events go out together; an outcome repeating one records
-        // them in turn, so that the repeat counts on the first.
-        let events = &outcome.events;
-        let distinct = events
-            .iter()
-            .enumerate()
-            .all(|(i, e)| !events[..i].contains(e));
-        if distinct {
-            futures::future::join_all(
-                events
-                    .iter()
-                    .map(|event| self.record(t.manifest, t.key, t.primary, event)),
-            )
+        self.record(t.manifest, t.key, t.primary, &outcome.events)
             .await;
-        } else {
-            for event in events {
-                self.record(t.manifest, t.key, t.primary, event).await;
-            }
-        }
         Ok(())
     }
 

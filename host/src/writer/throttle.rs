@@ -103,7 +103,8 @@ impl Throttle {
     }
 }
 
-/// One plugin's write limit and the time its requests waited for it.
+/// One plugin's write limit, the time its requests waited for it, and the
+/// events held back from the server.
 #[derive(Debug, Clone)]
 pub struct ThrottleStats {
     pub plugin: String,
@@ -112,6 +113,8 @@ pub struct ThrottleStats {
     pub waited: Duration,
     /// Each request's wait, when the plugin has a limit.
     pub waits: HistogramSnapshot,
+    /// Events the writer dropped as spam (more than 25 about one object).
+    pub events_dropped: u64,
 }
 
 /// The write limit of every plugin, by name; a plugin not set explicitly
@@ -170,6 +173,7 @@ impl Throttles {
                 limit: t.limit,
                 waited: Duration::from_nanos(t.waited_nanos.load(Ordering::Relaxed)),
                 waits: t.waits.snapshot(),
+                events_dropped: 0,
             })
             .collect();
         rows.sort_by(|a, b| a.plugin.cmp(&b.plugin));
