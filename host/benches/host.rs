@@ -247,6 +247,21 @@ fn plugin_path(name: &str) -> PathBuf {
     path
 }
 
+/// `plugin`'s `.wasm` copied into a fresh directory beside an instances
+/// file listing `instances` (YAML list items), to load as those instances;
+/// the directory lives as long as the returned guard.
+fn as_instances(plugin: &str, instances: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a plugin directory");
+    let file = dir.path().join(format!("{plugin}.wasm"));
+    std::fs::copy(plugin_path(plugin), &file).expect("copy the plugin");
+    std::fs::write(
+        dir.path().join(format!("{plugin}.instances.yaml")),
+        format!("instances:\n{instances}"),
+    )
+    .expect("write the instances file");
+    (dir, file)
+}
+
 /// A host on `client` with `plugins` loaded, once every one is ready.
 async fn ready_host(client: ApiClient, plugins: &[&Path]) -> Host {
     let host = Host::new(client, host_config()).expect("host");

@@ -21,7 +21,7 @@ use windlass_apiserver::RunningServer;
 
 use super::load::{PODS, REPLICASETS, create_many, get, http, replicaset_body};
 use super::table::thousands;
-use super::{REPLICAS, durable_server, plugin_path, ready_host};
+use super::{REPLICAS, as_instances, durable_server, plugin_path, ready_host};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Side {
@@ -233,19 +233,17 @@ pub(crate) fn converge(
     // `WINDLASS_BENCH_RS_CONCURRENCY=N` runs the plugin as an instance
     // with `maxConcurrency: N` instead of its manifest's 4: a diagnostic
     // of how much the row owes to concurrency, never the default.
-    let instance_dir = tempfile::tempdir().expect("a plugin directory");
-    let plugin_file = match std::env::var("WINDLASS_BENCH_RS_CONCURRENCY") {
-        Ok(n) => {
-            let file = instance_dir.path().join("replicaset.wasm");
-            std::fs::copy(plugin_path("replicaset"), &file).expect("copy replicaset.wasm");
-            std::fs::write(
-                instance_dir.path().join("replicaset.instances.yaml"),
-                format!("instances:\n- name: replicaset\n  maxConcurrency: {n}\n"),
+    let instance = std::env::var("WINDLASS_BENCH_RS_CONCURRENCY")
+        .ok()
+        .map(|n| {
+            as_instances(
+                "replicaset",
+                &format!("- name: replicaset\n  maxConcurrency: {n}\n"),
             )
-            .expect("write the instances file");
-            file
-        }
-        Err(_) => plugin_path("replicaset"),
+        });
+    let plugin_file = match &instance {
+        Some((_, file)) => file.clone(),
+        None => plugin_path("replicaset"),
     };
     let (observer, windlass, peer) = controllers.block_on(async {
         let client = ApiClient::from_kubeconfig_yaml(&kubeconfig)

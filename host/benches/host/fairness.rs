@@ -18,7 +18,7 @@ use windlass::host::{ControllerStats, Host};
 
 use super::load::{CONFIGMAPS, create_many};
 use super::table::thousands;
-use super::{fresh_server, plugin_path, ready_host};
+use super::{as_instances, fresh_server, plugin_path, ready_host};
 
 /// ConfigMaps the noisy plugin loops on (its max concurrency).
 const NOISY_KEYS: u64 = 8;
@@ -80,25 +80,13 @@ pub(crate) fn fairness(
     rounds: u64,
 ) -> Fairness {
     // test-noop as the instance `quiet`, on its own label.
-    let quiet_dir = tempfile::tempdir().expect("a plugin directory");
-    let quiet = quiet_dir.path().join("test-noop.wasm");
-    std::fs::copy(plugin_path("test-noop"), &quiet).expect("copy test-noop.wasm");
-    std::fs::write(
-        quiet_dir.path().join("test-noop.instances.yaml"),
-        "instances:\n- name: quiet\n  labelSelector: bench=quiet\n",
-    )
-    .expect("write the instances file");
+    let (_quiet_dir, quiet) =
+        as_instances("test-noop", "- name: quiet\n  labelSelector: bench=quiet\n");
     // test-noisy under its own name, held to the limit.
-    let limited_dir = tempfile::tempdir().expect("a plugin directory");
-    let limited = limited_dir.path().join("test-noisy.wasm");
-    std::fs::copy(plugin_path("test-noisy"), &limited).expect("copy test-noisy.wasm");
-    std::fs::write(
-        limited_dir.path().join("test-noisy.instances.yaml"),
-        format!(
-            "instances:\n- name: test-noisy\n  writeQPS: {LIMIT_QPS}\n  writeBurst: {LIMIT_BURST}\n"
-        ),
-    )
-    .expect("write the instances file");
+    let (_limited_dir, limited) = as_instances(
+        "test-noisy",
+        &format!("- name: test-noisy\n  writeQPS: {LIMIT_QPS}\n  writeBurst: {LIMIT_BURST}\n"),
+    );
     let unlimited = plugin_path("test-noisy");
     let mut out = Fairness {
         events,

@@ -96,9 +96,10 @@ impl Table {
             };
             self.row(
                 format!(
-                    "event → reconcile start, p50 / p99: {} ConfigMap creates at {} /s (reached {:.0} / {:.0} /s)",
+                    "event → reconcile start, p50 / p99: {} ConfigMap creates at {} /s, {} workers a side (reached {:.0} / {:.0} /s)",
                     thousands(w.events),
                     thousands(w.target),
+                    super::latency::concurrency(),
                     w.rate,
                     p.rate
                 ),
