@@ -95,7 +95,7 @@ static ALLOCATOR: alloc::SizeClasses = alloc::SizeClasses::new();
 
 pub use error::Error;
 pub use index::IndexEntry;
-pub use manifest::{Grant, Manifest, Watch};
+pub use manifest::{DEFAULT_CONCURRENCY, Grant, Manifest, Watch};
 pub use object::{Object, OwnerRef};
 pub use outcome::{DeleteOptions, Event, EventType, Outcome, Propagation, Write};
 pub use refs::{KindRef, ObjectRef};

@@ -231,7 +231,7 @@ pub(crate) fn converge(
     let kubeconfig = server.kubeconfig();
     let addr = server.addr();
     // `WINDLASS_BENCH_RS_CONCURRENCY=N` runs the plugin as an instance
-    // with `maxConcurrency: N` instead of its manifest's 4: a diagnostic
+    // with `maxConcurrency: N` instead of its manifest's 16: a diagnostic
     // of how much the row owes to concurrency, never the default.
     let instance = std::env::var("WINDLASS_BENCH_RS_CONCURRENCY")
         .ok()
@@ -245,24 +245,38 @@ pub(crate) fn converge(
         Some((_, file)) => file.clone(),
         None => plugin_path("replicaset"),
     };
-    let (observer, windlass, peer) = controllers.block_on(async {
+    let (observer, windlass, peer, counter) = controllers.block_on(async {
         let client = ApiClient::from_kubeconfig_yaml(&kubeconfig)
             .await
             .expect("client");
         let observer = Observer::start(client.clone()).await;
+        // `WINDLASS_BENCH_COUNT_REQUESTS`: the side's requests go through a
+        // proxy that counts them by verb and resource (a diagnostic: the
+        // proxy's hop slows the side).
+        let counter = match std::env::var_os("WINDLASS_BENCH_COUNT_REQUESTS") {
+            Some(_) => Some(RequestCounter::start(addr).await),
+            None => None,
+        };
+        let side_config = match &counter {
+            Some(c) => c.forward.kubeconfig(&kubeconfig, addr),
+            None => kubeconfig.clone(),
+        };
         let (mut windlass, mut peer) = (None, None);
         match side {
             Side::Windlass => {
+                let client = ApiClient::from_kubeconfig_yaml(&side_config)
+                    .await
+                    .expect("client");
                 windlass = Some(ready_host(client, &[&plugin_file]).await);
             }
             Side::Peer => {
-                let client = windlass_peer::client_from_kubeconfig_yaml(&kubeconfig)
+                let client = windlass_peer::client_from_kubeconfig_yaml(&side_config)
                     .await
                     .expect("client");
                 peer = Some(windlass_peer::replicaset::start(client, peer_config()).await);
             }
         }
-        (observer, windlass, peer)
+        (observer, windlass, peer, counter)
     });
 
     let started = Instant::now();
@@ -304,6 +318,12 @@ pub(crate) fn converge(
             server_cpu_seconds() - server_before
         );
     }
+    if let Some(counter) = &counter {
+        eprintln!("  {name}: requests by verb and resource, start to converged:");
+        for ((verb, resource), n) in counter.counts() {
+            eprintln!("    {verb:6} {resource:40} {n}");
+        }
+    }
     servers.block_on(create).expect("creates finish");
     // Let any stray extra pod land before counting.
     std::thread::sleep(Duration::from_millis(500));
@@ -318,4 +338,48 @@ pub(crate) fn converge(
         drop(observer);
     });
     Converged { seconds, pods, cpu }
+}
+
+/// Counts the requests through it by verb and resource (the path with
+/// namespaces and names dropped, and whether it is a watch).
+struct RequestCounter {
+    forward: windlass_tests::forward::Forward,
+    counts: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<(String, String), u64>>>,
+}
+
+impl RequestCounter {
+    async fn start(upstream: std::net::SocketAddr) -> Self {
+        let counts = std::sync::Arc::<std::sync::Mutex<_>>::default();
+        let seen = counts.clone();
+        let forward = windlass_tests::forward::Forward::start(upstream, move |req, path| {
+            let (path, query) = path.split_once('?').unwrap_or((path, ""));
+            let mut parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+            if let Some(i) = parts.iter().position(|p| *p == "namespaces")
+                && parts.len() > i + 2
+            {
+                parts.drain(i..i + 2);
+            }
+            // Drop a name, keep a subresource.
+            let base = if parts.first() == Some(&"api") { 2 } else { 3 };
+            if parts.len() > base + 1 {
+                parts.remove(base + 1);
+            }
+            let mut resource = parts.join("/");
+            if query.contains("watch=true") || query.contains("watch=1") {
+                resource.push_str(" (watch)");
+            }
+            let mut counts: std::sync::MutexGuard<'_, std::collections::BTreeMap<_, u64>> =
+                seen.lock().unwrap_or_else(|e| e.into_inner());
+            *counts
+                .entry((req.method().to_string(), resource))
+                .or_default() += 1;
+        })
+        .await;
+        Self { forward, counts }
+    }
+
+    fn counts(&self) -> Vec<((String, String), u64)> {
+        let counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        counts.iter().map(|(k, v)| (k.clone(), *v)).collect()
+    }
 }
