@@ -37,6 +37,13 @@ const VALIDATION_SET: [&str; 6] = [
     "limits.memory",
 ];
 
+/// Whether a pod's every container must set what the quota name `name`
+/// limits, once a quota limits it ([`Evaluator::constraints`] asks only
+/// these of the names it is given).
+pub fn constrains_containers(name: &str) -> bool {
+    VALIDATION_SET.contains(&name)
+}
+
 /// The names the pod evaluator tracks, besides prefixed ones (a `match`:
 /// admission asks this of every hard name of every quota on each create).
 fn is_pod_resource(name: &str) -> bool {

@@ -406,13 +406,27 @@ pub(super) fn default_pod<R: Deref<Target = Range>>(
             }
         }
         if notes.len() > PREFIX.len() {
-            let meta = crate::object::meta_mut(pod);
-            if !meta.get("annotations").is_some_and(Value::is_object) {
-                meta.insert("annotations".into(), Value::Object(Map::new()));
-            }
-            meta["annotations"][ANNOTATION] = Value::String(notes);
+            annotations_mut(pod).insert(ANNOTATION.to_owned(), Value::String(notes));
         }
     }
+}
+
+/// The pod's annotations, made an object if they are not one. (Looked up
+/// without naming a key it has: an `IndexMut` look-up copies its key.)
+fn annotations_mut(pod: &mut Value) -> &mut Map<String, Value> {
+    if !pod.get("metadata").is_some_and(Value::is_object) {
+        crate::object::meta_mut(pod);
+    }
+    let meta = pod
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .expect("made an object above");
+    if !meta.get("annotations").is_some_and(Value::is_object) {
+        meta.insert("annotations".into(), Value::Object(Map::new()));
+    }
+    meta.get_mut("annotations")
+        .and_then(Value::as_object_mut)
+        .expect("made an object above")
 }
 
 /// Ends a list of names in the note: ` request for container app`.

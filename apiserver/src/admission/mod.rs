@@ -138,7 +138,7 @@ pub(crate) fn governing<G: std::ops::Deref<Target = State>>(
     }
     let st = state();
     let ranges = st.list(LIMIT_RANGES, Some(req.ns));
-    let quotas = !st.list(QUOTAS, Some(req.ns)).is_empty();
+    let quotas = st.any_in(QUOTAS, req.ns);
     (!ranges.is_empty() || quotas).then_some(Governing { ranges, quotas })
 }
 

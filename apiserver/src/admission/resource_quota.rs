@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use windlass_selector::quota::{
-    Evaluator, PodUsage, SCOPES, ScopeRequirement, calculate_usage, pod_constraints, pod_usage,
-    scope_requirements,
+    Evaluator, PodUsage, SCOPES, ScopeRequirement, calculate_usage, constrains_containers,
+    pod_constraints, pod_usage, scope_requirements,
 };
 use windlass_selector::resources::{
     self, ResourceList, list_to_json, mask, parse_list, pretty, subtract_non_negative,
@@ -247,6 +247,12 @@ pub(super) struct Quota {
     /// The hard names the pod evaluator tracks (what a pod create asks of
     /// every quota of its namespace, found once per quota).
     pod_names: Arc<[String]>,
+    /// Those of them every container must then set (the rest never fail
+    /// the pod evaluator's constraints).
+    pod_constrained: Arc<[String]>,
+    /// Whether `used` has every one of `pod_names` (else a pod is refused:
+    /// the quota's status is unknown). Charges never take a name away.
+    pods_known: bool,
     /// Whether `used` names exactly the names of `hard` (as the status
     /// admission and the quota controller write does): then the n-th name
     /// of one is the n-th of the other, and a charge needs no look-up.
@@ -256,19 +262,26 @@ pub(super) struct Quota {
 impl Quota {
     pub(super) fn of(v: &Value) -> Self {
         let hard = parse_list(&v["status"]["hard"]).unwrap_or_default();
-        let pod_names = Evaluator::Pods
+        let pod_names: Arc<[String]> = Evaluator::Pods
             .matching_resources(hard.keys().map(String::as_str))
             .into_iter()
             .map(str::to_owned)
             .collect();
         let used = parse_list(&v["status"]["used"]).unwrap_or_default();
+        let pod_constrained = pod_names
+            .iter()
+            .filter(|n| constrains_containers(n))
+            .cloned()
+            .collect();
         Self {
             name: v["metadata"]["name"].as_str().unwrap_or_default().into(),
             same_names: used.keys().eq(hard.keys()),
+            pods_known: pod_names.iter().all(|n| used.contains_key(n)),
             hard: Arc::new(hard),
             used,
             scopes: scope_requirements(v).into(),
             pod_names,
+            pod_constrained,
         }
     }
 }
@@ -420,12 +433,18 @@ pub(super) fn charges<Q: Deref<Target = Quota>>(
     let mut interesting = Applying::default();
     for (i, q) in quotas.iter().enumerate() {
         let admits = match (ev, new.pod) {
-            (Evaluator::Pods, Some(pod)) => {
-                applies(q, &q.pod_names, ev, new, |r| pod_constraints(r, obj, pod))
-            }
+            // Read from what the quota found once: only the names that
+            // constrain containers are asked of them, and whether its
+            // usage of all of them is known.
+            (Evaluator::Pods, Some(pod)) => applies(q, &q.pod_names, ev, new, q.pods_known, || {
+                pod_constraints(&q.pod_constrained, obj, pod)
+            }),
             _ => {
                 let restricted = ev.matching_resources(q.hard.keys().map(String::as_str));
-                applies(q, &restricted, ev, new, |r| ev.constraints(r, obj))
+                let known = restricted.iter().all(|r| q.used.contains_key(*r));
+                applies(q, &restricted, ev, new, known, || {
+                    ev.constraints(&restricted, obj)
+                })
             }
         };
         if admits? {
@@ -460,18 +479,25 @@ pub(super) fn charges<Q: Deref<Target = Quota>>(
     {
         return Ok(Charge::default());
     }
-    // Room for a few names in each quota: one allocation.
-    let mut charge = Charge(Vec::with_capacity(8 * interesting.len()));
+    // Room for every name of the quotas that apply: one allocation.
+    let names = interesting.iter().map(|i| quotas[i].hard.len()).sum();
+    let mut charge = Charge(Vec::with_capacity(names));
     for i in interesting.iter() {
         let q = &quotas[i];
         // `used + requested`, where requested is the delta on the quota's
         // hard names, and the names it takes past their hard limit.
         let mut over: Vec<&str> = Vec::new();
+        // Where `used` names what `hard` does, its n-th is the n-th name's.
+        let mut by_position = q.same_names.then(|| q.used.values());
         for (n, (name, hard)) in q.hard.iter().enumerate() {
+            let at = by_position.as_mut().and_then(Iterator::next);
             let Some(d) = delta.get(name).filter(|d| !d.is_zero()) else {
                 continue;
             };
-            let mut used = q.used.get(name).copied().unwrap_or(Quantity::ZERO);
+            let mut used = match at {
+                Some(u) => *u,
+                None => q.used.get(name).copied().unwrap_or(Quantity::ZERO),
+            };
             used.add(&d);
             if used > *hard {
                 over.push(name);
@@ -518,27 +544,36 @@ impl Applying {
     }
 
     fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..u128::BITS as usize)
-            .filter(|i| self.bits & (1 << i) != 0)
-            .chain(self.more.iter().copied())
+        // The set bits, lowest first.
+        let mut bits = self.bits;
+        std::iter::from_fn(move || {
+            let i = bits.trailing_zeros();
+            (i < u128::BITS).then(|| {
+                bits &= bits - 1;
+                i as usize
+            })
+        })
+        .chain(self.more.iter().copied())
     }
 }
 
 /// Whether quota `q` applies to the subject (`restricted`: the hard names
 /// its evaluator tracks), or why the subject is refused: the evaluator's
-/// `constraints` on those names, and a quota whose usage of them is unknown.
+/// `constraints` on those names, and a quota whose usage of them is not
+/// `known`.
 fn applies<S: AsRef<str>>(
     q: &Quota,
     restricted: &[S],
     ev: &Evaluator,
     new: &Subject<'_>,
-    constraints: impl FnOnce(&[S]) -> Result<(), String>,
+    known: bool,
+    constraints: impl FnOnce() -> Result<(), String>,
 ) -> Result<bool, String> {
     if restricted.is_empty() || !ev.matches_scopes_given(&q.scopes, new.obj, new.qos) {
         return Ok(false);
     }
-    constraints(restricted).map_err(|m| format!("failed quota: {}: {m}", q.name))?;
-    if restricted.iter().any(|r| !q.used.contains_key(r.as_ref())) {
+    constraints().map_err(|m| format!("failed quota: {}: {m}", q.name))?;
+    if !known {
         let mut names: Vec<&str> = restricted.iter().map(AsRef::as_ref).collect();
         names.sort_unstable();
         return Err(format!(

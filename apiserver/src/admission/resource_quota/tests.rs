@@ -339,3 +339,16 @@ fn a_charge_lands_on_its_names_whatever_used_holds() {
         .collect();
     assert!(!quotas[0].same_names, "a stale name is read by name");
 }
+
+/// The quotas that apply are kept as bits up to 128 and listed past them,
+/// and read back in order either way.
+#[test]
+fn applying_quotas_are_read_back_in_order() {
+    let mut a = Applying::default();
+    assert!(a.is_empty());
+    for i in [0, 5, 127, 128, 300] {
+        a.add(i);
+    }
+    assert_eq!(a.iter().collect::<Vec<_>>(), [0, 5, 127, 128, 300]);
+    assert_eq!(a.len(), 5);
+}
