@@ -201,6 +201,13 @@ impl PodResources {
         }
     }
 
+    /// Whether the pod's totals are its one container's lists (then
+    /// [`PodResources::effective_requests`] and `effective_limits` copy
+    /// nothing).
+    pub fn is_one_container(&self) -> bool {
+        self.alone(Which::Requests).is_some() && self.alone(Which::Limits).is_some()
+    }
+
     /// The one container whose list is the pod's total: no other container,
     /// no overhead, no pod-level list. (Adding a list to nothing gives the
     /// same quantities, formats included.)
@@ -405,6 +412,7 @@ mod tests {
                 matches!(lim, Cow::Borrowed(_)),
             );
             assert_eq!(shown, borrowed, "{p}");
+            assert_eq!(r.is_one_container(), borrowed == (true, true), "{p}");
         }
     }
 

@@ -557,15 +557,6 @@ impl<'a> PodUsage<'a> {
         }
     }
 
-    /// Whether this usage only borrows (reading it again from the same
-    /// resources would copy nothing).
-    pub fn is_borrowed(&self) -> bool {
-        matches!(
-            (&self.requests, &self.limits),
-            (Cow::Borrowed(_), Cow::Borrowed(_))
-        )
-    }
-
     /// This usage, borrowing from `self`.
     pub fn view(&self) -> PodUsage<'_> {
         PodUsage {

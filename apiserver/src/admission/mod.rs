@@ -152,14 +152,16 @@ pub(crate) struct Governing {
 /// LimitRange verdict, and its usage if the namespace had `quotas`.
 fn new_pod(req: &Req<'_>, stored: &[Arc<Obj>], quotas: bool, obj: &mut Value) -> ApiResult<Review> {
     let mut pod = PodResources::of(obj).map_err(|e| undecodable(req, e.error.to_string()))?;
-    let ranges: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
-    limit_range::default_pod(&ranges, obj, &mut pod);
+    // One range (the usual namespace) is read in place: no list of them.
+    let (one, many): (Option<[_; 1]>, Vec<_>) = match stored {
+        [o] => (Some([o.derived(Range::of)]), vec![]),
+        _ => (None, stored.iter().map(|o| o.derived(Range::of)).collect()),
+    };
+    let ranges = one.as_ref().map_or(&many[..], |one| &one[..]);
+    limit_range::default_pod(ranges, obj, &mut pod);
     let review = Review {
-        bounds: Some(limit_range::pod_violation(&ranges, &pod)),
-        usage: quotas
-            .then(|| PodUsage::of(obj, &pod))
-            .filter(|u| !u.is_borrowed())
-            .map(PodUsage::into_owned),
+        bounds: Some(limit_range::pod_violation(ranges, &pod)),
+        usage: (quotas && !pod.is_one_container()).then(|| PodUsage::of(obj, &pod).into_owned()),
         qos: OnceCell::from(pod.qos_class()),
         pod: Some(pod),
     };

@@ -356,12 +356,10 @@ impl Charge {
     /// The indices of the quotas charged, in order.
     pub(super) fn quotas(&self) -> impl Iterator<Item = usize> + '_ {
         let mut last = None;
-        self.0.iter().filter_map(move |(q, _, _)| {
-            (last != Some(*q)).then(|| {
-                last = Some(*q);
-                *q
-            })
-        })
+        self.0
+            .iter()
+            .map(|(q, _, _)| *q)
+            .filter(move |q| last.replace(*q) != Some(*q))
     }
 
     /// Sets quota `index`'s charge into `quota` (the quota it was checked
@@ -437,6 +435,9 @@ pub(super) fn charges<Q: Deref<Target = Quota>>(
             // constrain containers are asked of them, and whether its
             // usage of all of them is known.
             (Evaluator::Pods, Some(pod)) => applies(q, &q.pod_names, ev, new, q.pods_known, || {
+                if q.pod_constrained.is_empty() {
+                    return Ok(());
+                }
                 pod_constraints(&q.pod_constrained, obj, pod)
             }),
             _ => {
@@ -537,10 +538,6 @@ impl Applying {
 
     fn is_empty(&self) -> bool {
         self.bits == 0 && self.more.is_empty()
-    }
-
-    fn len(&self) -> usize {
-        self.bits.count_ones() as usize + self.more.len()
     }
 
     fn iter(&self) -> impl Iterator<Item = usize> + '_ {
