@@ -233,10 +233,15 @@ fn container(c: &mut Value) {
             .filter(|(k, _)| !requests.is_some_and(|r| r.contains_key(*k)))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let resources = &mut c["resources"];
-        set(resources, "requests", json!({}));
-        if let Some(requests) = resources.get_mut("requests").and_then(Value::as_object_mut) {
-            requests.extend(missing);
+        // Requests that are there and lack nothing are left as they are
+        // (without the look-up by `IndexMut`, which copies its key).
+        if (!missing.is_empty() || requests.is_none())
+            && let Some(resources) = c.get_mut("resources")
+        {
+            set(resources, "requests", json!({}));
+            if let Some(requests) = resources.get_mut("requests").and_then(Value::as_object_mut) {
+                requests.extend(missing);
+            }
         }
     }
 }

@@ -284,6 +284,16 @@ impl State {
             .cloned()
     }
 
+    /// Whether namespace `ns` holds any object of a resource (without
+    /// collecting them, as [`State::list`] does).
+    pub(crate) fn any_in(&self, res: &str, ns: &str) -> bool {
+        self.tables.get(res).is_some_and(|t| {
+            t.range((ns.to_owned(), String::new())..)
+                .next()
+                .is_some_and(|((n, _), _)| n == ns)
+        })
+    }
+
     /// Current objects of a resource, optionally in one namespace, in key order.
     pub(crate) fn list(&self, res: &str, ns: Option<&str>) -> Vec<Arc<Obj>> {
         let Some(t) = self.tables.get(res) else {
@@ -643,6 +653,32 @@ mod tests {
                 .unwrap_err(),
             RvError::TooLarge
         );
+    }
+
+    /// `any_in` sees only its namespace, including one whose name another
+    /// namespace's begins with, and a deletion.
+    #[test]
+    fn any_in_is_about_one_namespace() {
+        let mut st = state();
+        assert!(!st.any_in("/resourcequotas", "a"));
+        st.write(
+            "/resourcequotas",
+            "ab",
+            "q",
+            Some(json!({"metadata": {"name": "q"}})),
+        );
+        assert!(!st.any_in("/resourcequotas", "a"));
+        assert!(st.any_in("/resourcequotas", "ab"));
+        st.write(
+            "/resourcequotas",
+            "a",
+            "q",
+            Some(json!({"metadata": {"name": "q"}})),
+        );
+        assert!(st.any_in("/resourcequotas", "a"));
+        st.write("/resourcequotas", "a", "q", None);
+        assert!(!st.any_in("/resourcequotas", "a"));
+        assert!(!st.any_in("/pods", "ab"));
     }
 
     #[test]

@@ -403,6 +403,116 @@ async fn fifty_concurrent_creates_against_ten_admit_exactly_ten() {
     assert_eq!(code, 403);
 }
 
+/// Admission reads a namespace's LimitRanges and quotas as parsed once per
+/// stored version, and a create may leave its quota charge in memory: a
+/// range or quota edited or deleted still governs the very next create,
+/// with a charge still pending when the quota is edited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_edited_or_deleted_range_or_quota_governs_the_next_create() {
+    let k = Kube::new().await;
+    let http = common::Http::new(k.server.addr());
+    let (code, _) = http
+        .post(
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "edits"}}),
+        )
+        .await;
+    assert_eq!(code, 201);
+    let pods = "/api/v1/namespaces/edits/pods";
+    let create = |name: &str| {
+        let (http, body) = (http.clone(), pod(name, json!({})));
+        async move {
+            let body: Value = serde_json::from_str(&body).unwrap();
+            http.post(pods, &body).await
+        }
+    };
+    let resources = |p: &Value| p["spec"]["containers"][0]["resources"].clone();
+    let range = "/api/v1/namespaces/edits/limitranges/defaults";
+    let (code, _) = http
+        .post(
+            "/api/v1/namespaces/edits/limitranges",
+            &json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults"},
+                "spec": {"limits": [{"type": "Container",
+                    "default": {"cpu": "200m"}, "defaultRequest": {"cpu": "100m"}}]}}),
+        )
+        .await;
+    assert_eq!(code, 201);
+    let (code, a) = create("a").await;
+    assert_eq!(code, 201, "{a}");
+    assert_eq!(
+        resources(&a),
+        json!({"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}})
+    );
+    let (code, _) = http
+        .merge_patch(
+            range,
+            &json!({"spec": {"limits": [{"type": "Container",
+                "default": {"cpu": "300m", "memory": "64Mi"}, "defaultRequest": {"cpu": "150m"}}]}}),
+        )
+        .await;
+    assert_eq!(code, 200);
+    let (code, b) = create("b").await;
+    assert_eq!(code, 201, "{b}");
+    assert_eq!(
+        resources(&b),
+        json!({"requests": {"cpu": "150m", "memory": "64Mi"}, "limits": {"cpu": "300m", "memory": "64Mi"}})
+    );
+    assert_eq!(
+        b["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
+        "LimitRanger plugin set: cpu, memory request for container app; cpu, memory limit for container app"
+    );
+
+    // A quota made now counts a and b; c's charge may still be in memory
+    // when the quota is edited.
+    let quota = "/api/v1/namespaces/edits/resourcequotas/pods";
+    let (code, _) = http
+        .post(
+            "/api/v1/namespaces/edits/resourcequotas",
+            &json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods"},
+                "spec": {"hard": {"pods": "3", "requests.cpu": "10"}}}),
+        )
+        .await;
+    assert_eq!(code, 201);
+    let (code, c) = create("c").await;
+    assert_eq!(code, 201, "{c}");
+    let (code, refused) = create("refused").await;
+    assert_eq!(code, 403, "{refused}");
+    let (code, _) = http
+        .merge_patch(quota, &json!({"spec": {"hard": {"pods": "4"}}}))
+        .await;
+    assert_eq!(code, 200);
+    let (code, d) = create("d").await;
+    assert_eq!(code, 201, "the raised quota admits the next pod: {d}");
+    let (code, e) = create("e").await;
+    assert_eq!(code, 403);
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("exceeded quota: pods, requested: pods=1, used: pods=4, limited: pods=4"),
+        "{e}"
+    );
+    let (_, q) = http.get(quota).await;
+    assert_eq!(q["status"]["used"]["pods"], "4");
+    assert_eq!(q["status"]["used"]["requests.cpu"], "550m");
+    let (code, _) = http.delete(quota).await;
+    assert_eq!(code, 200);
+    let (code, e) = create("e").await;
+    assert_eq!(code, 201, "no quota, no limit: {e}");
+
+    let (code, _) = http.delete(range).await;
+    assert_eq!(code, 200);
+    let (code, f) = create("f").await;
+    assert_eq!(code, 201, "{f}");
+    assert_eq!(resources(&f), json!({}));
+    assert!(
+        f["metadata"]["annotations"]
+            .get("kubernetes.io/limit-ranger")
+            .is_none(),
+        "{f}"
+    );
+}
+
 /// Concurrent creates leave their charges in memory and write each quota
 /// once for many of them: a watcher of quotas, with no read to flush them,
 /// still sees `status.used` follow to the exact count, in revisions that

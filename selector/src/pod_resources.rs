@@ -3,6 +3,8 @@
 //! resources and overhead applied) and its QoS class, as the API server's
 //! `resourcehelper.PodRequests`/`PodLimits` and `qos.GetPodQOS` compute them.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::resources::{InvalidQuantity, ResourceList, add_into, parse_list, quantity_from_json};
@@ -182,6 +184,49 @@ impl PodResources {
         reqs
     }
 
+    /// [`PodResources::requests`], borrowed from the one container when
+    /// that is all there is to add up (most pods): no copy per read.
+    pub fn effective_requests(&self) -> Cow<'_, ResourceList> {
+        match self.alone(Which::Requests) {
+            Some(c) => Cow::Borrowed(c.list(Which::Requests)),
+            None => Cow::Owned(self.requests()),
+        }
+    }
+
+    /// [`PodResources::limits`], borrowed as [`PodResources::effective_requests`].
+    pub fn effective_limits(&self) -> Cow<'_, ResourceList> {
+        match self.alone(Which::Limits) {
+            Some(c) => Cow::Borrowed(c.list(Which::Limits)),
+            None => Cow::Owned(self.limits()),
+        }
+    }
+
+    /// Whether the pod's totals are its one container's lists (then
+    /// [`PodResources::effective_requests`] and `effective_limits` copy
+    /// nothing).
+    pub fn is_one_container(&self) -> bool {
+        self.alone(Which::Requests).is_some() && self.alone(Which::Limits).is_some()
+    }
+
+    /// The one container whose list is the pod's total: no other container,
+    /// no overhead, no pod-level list. (Adding a list to nothing gives the
+    /// same quantities, formats included.)
+    fn alone(&self, which: Which) -> Option<&ContainerResources> {
+        let level = match which {
+            Which::Requests => &self.pod_requests,
+            Which::Limits => &self.pod_limits,
+        };
+        match self.containers.as_slice() {
+            [c] if self.init_containers.is_empty()
+                && self.overhead.is_empty()
+                && level.is_empty() =>
+            {
+                Some(c)
+            }
+            _ => None,
+        }
+    }
+
     /// The pod's effective limits; overhead is added only to limits that are set.
     pub fn limits(&self) -> ResourceList {
         let mut limits = self.aggregate(Which::Limits);
@@ -326,6 +371,49 @@ mod tests {
             list_to_json(&pod_limits(&p).unwrap()),
             json!({"cpu": "1010m"})
         );
+    }
+
+    /// The borrowed totals are the summed ones, whichever shape the pod has.
+    #[test]
+    fn effective_totals_equal_the_summed_ones() {
+        let one = pod(
+            json!({"containers": [c("a", json!({"cpu": "100m", "memory": "0"}), json!({"cpu": "1Gi"}))]}),
+        );
+        let two = pod(json!({"containers": [
+            c("a", json!({"cpu": "100m"}), json!({"cpu": "1"})),
+            c("b", json!({"cpu": "200m"}), json!({"memory": "1Gi"})),
+        ]}));
+        let overhead = pod(
+            json!({"containers": [c("a", json!({"cpu": "100m"}), json!({"cpu": "1"}))],
+            "overhead": {"cpu": "10m"}}),
+        );
+        let level = pod(
+            json!({"containers": [c("a", json!({"cpu": "100m"}), json!({"cpu": "1"}))],
+            "resources": {"limits": {"cpu": "2"}}}),
+        );
+        let none = pod(json!({"containers": []}));
+        for (p, borrowed) in [
+            (one, (true, true)),
+            (two, (false, false)),
+            (overhead, (false, false)),
+            // Only the limits are set at the pod's level.
+            (level, (true, false)),
+            (none, (false, false)),
+        ] {
+            let r = PodResources::of(&p).unwrap();
+            let (req, lim) = (r.effective_requests(), r.effective_limits());
+            assert_eq!(*req, r.requests(), "{p}");
+            assert_eq!(*lim, r.limits(), "{p}");
+            // Same quantities printed the same: formats agree too.
+            assert_eq!(list_to_json(&req), list_to_json(&r.requests()), "{p}");
+            assert_eq!(list_to_json(&lim), list_to_json(&r.limits()), "{p}");
+            let shown = (
+                matches!(req, Cow::Borrowed(_)),
+                matches!(lim, Cow::Borrowed(_)),
+            );
+            assert_eq!(shown, borrowed, "{p}");
+            assert_eq!(r.is_one_container(), borrowed == (true, true), "{p}");
+        }
     }
 
     #[test]

@@ -278,7 +278,28 @@ fn clamp(nanos: i128) -> i128 {
 }
 
 /// `ceil(n / d)` for `d > 0`, rounding away from zero (upstream's `RoundUp`).
+#[inline]
 fn ceil_div(n: i128, d: i128) -> i128 {
+    // Most quantities are below 2^63 nano-units (9.2e9 units, 8Gi), where
+    // the division is `i64`'s, which a constant divisor makes a
+    // multiplication; `i128` division is a library call (LimitRange bounds
+    // compare several of these per container on every pod create).
+    if let (Ok(n), Ok(d)) = (i64::try_from(n), i64::try_from(d)) {
+        return i128::from(ceil_div_i64(n, d));
+    }
+    let q = n / d;
+    if n % d == 0 {
+        q
+    } else if n > 0 {
+        q + 1
+    } else {
+        q - 1
+    }
+}
+
+/// [`ceil_div`] in `i64`: the same truncating division and remainder.
+#[inline(always)]
+fn ceil_div_i64(n: i64, d: i64) -> i64 {
     let q = n / d;
     if n % d == 0 {
         q
@@ -674,6 +695,19 @@ mod properties {
         fn small_values_round_trip(units in -100_000i64..100_000, milli in 0i64..1000, format in any_format()) {
             let q = Quantity { nanos: i128::from(units) * NANO + i128::from(milli) * 1_000_000, format };
             prop_assert_eq!(Quantity::parse(&q.to_string()), Ok(q));
+        }
+
+        #[test]
+        fn rounding_in_i64_agrees_with_i128(nanos in -MAX_NANOS..=MAX_NANOS, small in i64::MIN..=i64::MAX) {
+            for n in [nanos, i128::from(small)] {
+                let q = Quantity { nanos: n, format: Format::DecimalSI };
+                let exact = |d: i128| {
+                    let (quot, rem) = (n / d, n % d);
+                    if rem == 0 { quot } else if n > 0 { quot + 1 } else { quot - 1 }
+                };
+                prop_assert_eq!(q.milli_value(), exact(1_000_000));
+                prop_assert_eq!(q.value(), exact(NANO));
+            }
         }
 
         #[test]

@@ -17,6 +17,7 @@
 //! assert_eq!(usage["count/pods"].to_string(), "1");
 //! ```
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use serde_json::Value;
@@ -35,6 +36,13 @@ const VALIDATION_SET: [&str; 6] = [
     "limits.cpu",
     "limits.memory",
 ];
+
+/// Whether a pod's every container must set what the quota name `name`
+/// limits, once a quota limits it ([`Evaluator::constraints`] asks only
+/// these of the names it is given).
+pub fn constrains_containers(name: &str) -> bool {
+    VALIDATION_SET.contains(&name)
+}
 
 /// The names the pod evaluator tracks, besides prefixed ones (a `match`:
 /// admission asks this of every hard name of every quota on each create).
@@ -456,15 +464,15 @@ impl Evaluator {
 /// already: when every container sets what `required` names (or the pod
 /// sets pod-level resources), no JSON is read; the message of a failure
 /// still comes from `pod`'s JSON.
-pub fn pod_constraints(
-    required: &[&str],
+pub fn pod_constraints<S: AsRef<str>>(
+    required: &[S],
     pod: &Value,
     resources: &PodResources,
 ) -> Result<(), String> {
     if resources.pod_level {
         return Ok(());
     }
-    let set = |c: &crate::ContainerResources, r: &str| match r {
+    let set = |c: &crate::ContainerResources, r: &S| match r.as_ref() {
         "cpu" | "requests.cpu" => c.requests.contains_key("cpu"),
         "memory" | "requests.memory" => c.requests.contains_key("memory"),
         "limits.cpu" => c.limits.contains_key("cpu"),
@@ -479,7 +487,8 @@ pub fn pod_constraints(
     if complete {
         Ok(())
     } else {
-        Evaluator::Pods.constraints(required, pod)
+        let required: Vec<&str> = required.iter().map(AsRef::as_ref).collect();
+        Evaluator::Pods.constraints(&required, pod)
     }
 }
 
@@ -507,33 +516,123 @@ const COMPUTE: [(&str, &str, &str); 3] = [
 /// What a pod costs ([`Evaluator::usage`]), from its resources parsed
 /// once: for a reader that has them already.
 pub fn pod_usage(pod: &Value, resources: &PodResources) -> ResourceList {
-    let one = Quantity::from_units(1);
-    let mut out = ResourceList::new();
-    out.insert("count/pods".into(), one);
-    if is_terminal(pod) {
-        return out;
-    }
-    let requests = resources.requests();
-    let limits = resources.limits();
-    out.insert("pods".into(), one);
-    for (r, request, limit) in COMPUTE {
-        if let Some(q) = requests.get(r) {
-            out.insert(r.into(), *q);
-            out.insert(request.into(), *q);
+    PodUsage::of(pod, resources).to_list()
+}
+
+/// What a pod costs, read name by name from its parsed resources: the
+/// entries of [`pod_usage`] without building that list (a quota check asks
+/// for a few names on every pod create). `get(n)` is `pod_usage(..).get(n)`.
+#[derive(Debug, Clone)]
+pub struct PodUsage<'a> {
+    terminal: bool,
+    requests: Cow<'a, ResourceList>,
+    limits: Cow<'a, ResourceList>,
+}
+
+impl<'a> PodUsage<'a> {
+    /// The usage of `pod`, whose resources are `resources` (see
+    /// [`PodResources::effective_requests`]: most pods' are borrowed).
+    pub fn of(pod: &Value, resources: &'a PodResources) -> Self {
+        if is_terminal(pod) {
+            // A finished pod counts in `count/pods` alone.
+            return Self {
+                terminal: true,
+                requests: Cow::Owned(ResourceList::new()),
+                limits: Cow::Owned(ResourceList::new()),
+            };
         }
-        if let Some(q) = limits.get(r) {
-            out.insert(limit.into(), *q);
+        Self {
+            terminal: false,
+            requests: resources.effective_requests(),
+            limits: resources.effective_limits(),
         }
     }
-    for (r, q) in &requests {
-        if r.starts_with("hugepages-") {
-            out.insert(r.clone(), *q);
-            out.insert(format!("requests.{r}"), *q);
-        } else if is_extended(r) {
-            out.insert(format!("requests.{r}"), *q);
+
+    /// This usage owning what it read.
+    pub fn into_owned(self) -> PodUsage<'static> {
+        PodUsage {
+            terminal: self.terminal,
+            requests: Cow::Owned(self.requests.into_owned()),
+            limits: Cow::Owned(self.limits.into_owned()),
         }
     }
-    out
+
+    /// This usage, borrowing from `self`.
+    pub fn view(&self) -> PodUsage<'_> {
+        PodUsage {
+            terminal: self.terminal,
+            requests: Cow::Borrowed(&self.requests),
+            limits: Cow::Borrowed(&self.limits),
+        }
+    }
+
+    /// The usage of the quota name `name`, if the pod is charged for it.
+    pub fn get(&self, name: &str) -> Option<Quantity> {
+        let one = Quantity::from_units(1);
+        let (requests, limits) = (&self.requests, &self.limits);
+        match name {
+            "count/pods" => Some(one),
+            _ if self.terminal => None,
+            "pods" => Some(one),
+            _ => {
+                if let Some((r, _, _)) = COMPUTE
+                    .iter()
+                    .find(|(r, request, _)| name == *r || name == *request)
+                {
+                    return requests.get(*r).copied();
+                }
+                if let Some((r, _, _)) = COMPUTE.iter().find(|(_, _, limit)| name == *limit) {
+                    return limits.get(*r).copied();
+                }
+                if name.starts_with("hugepages-") {
+                    return requests.get(name).copied();
+                }
+                let r = name.strip_prefix("requests.")?;
+                (r.starts_with("hugepages-") || is_extended(r))
+                    .then(|| requests.get(r).copied())
+                    .flatten()
+            }
+        }
+    }
+
+    /// Whether some entry could be below zero (then [`PodUsage::to_list`]
+    /// tells which; validation refuses negative pod quantities, so this is
+    /// rarely true).
+    pub fn may_be_negative(&self) -> bool {
+        self.requests
+            .values()
+            .chain(self.limits.values())
+            .any(Quantity::is_negative)
+    }
+
+    /// The whole usage, as [`pod_usage`] gives it.
+    pub fn to_list(&self) -> ResourceList {
+        let one = Quantity::from_units(1);
+        let mut out = ResourceList::new();
+        out.insert("count/pods".into(), one);
+        if self.terminal {
+            return out;
+        }
+        out.insert("pods".into(), one);
+        for (r, request, limit) in COMPUTE {
+            if let Some(q) = self.requests.get(r) {
+                out.insert(r.into(), *q);
+                out.insert(request.into(), *q);
+            }
+            if let Some(q) = self.limits.get(r) {
+                out.insert(limit.into(), *q);
+            }
+        }
+        for (r, q) in self.requests.iter() {
+            if r.starts_with("hugepages-") {
+                out.insert(r.clone(), *q);
+                out.insert(format!("requests.{r}"), *q);
+            } else if is_extended(r) {
+                out.insert(format!("requests.{r}"), *q);
+            }
+        }
+        out
+    }
 }
 
 /// A pod with `activeDeadlineSeconds >= 0` is in the `Terminating` scope.

@@ -5,6 +5,7 @@
 
 use std::cell::OnceCell;
 use std::collections::BTreeSet;
+use std::ops::Deref;
 
 use serde_json::{Map, Value};
 use windlass_selector::resources::{ResourceList, parse_list};
@@ -51,8 +52,33 @@ fn item(raw: &Value) -> Item {
 }
 
 /// What a range fills into a container's requests or limits: each name,
-/// sorted, with its value as stored (canonical) and parsed.
-type Defaults = Vec<(String, Value, Quantity)>;
+/// sorted, with its value as stored (canonical) and parsed; and all of
+/// them as JSON and parsed, to copy whole into a container that has none
+/// (most pods a range defaults).
+#[derive(Debug, Clone, Default)]
+struct Defaults {
+    each: Vec<(String, Value, Quantity)>,
+    json: Map<String, Value>,
+    list: ResourceList,
+}
+
+impl Defaults {
+    fn of(list: ResourceList) -> Self {
+        let each: Vec<_> = list
+            .iter()
+            .map(|(k, q)| (k.clone(), Value::String(q.to_string()), *q))
+            .collect();
+        let json = each
+            .iter()
+            .map(|(k, v, _)| (k.clone(), v.clone()))
+            .collect();
+        Self { each, json, list }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.each.is_empty()
+    }
+}
 
 /// A stored LimitRange as admission reads it: its items, and the container
 /// defaults they give, ready to insert.
@@ -78,15 +104,10 @@ impl Range {
             default_requests.extend(item.default_request.clone());
             default_limits.extend(item.default.clone());
         }
-        let ready = |l: ResourceList| -> Defaults {
-            l.into_iter()
-                .map(|(k, q)| (k, Value::String(q.to_string()), q))
-                .collect()
-        };
         Self {
             items,
-            default_requests: ready(default_requests),
-            default_limits: ready(default_limits),
+            default_requests: Defaults::of(default_requests),
+            default_limits: Defaults::of(default_limits),
         }
     }
 }
@@ -312,32 +333,22 @@ fn bound_errors(at: &str, k: &str, item: &Item, pod: bool, errs: &mut Causes) {
 /// `defaultRequest` and `default` (`PodMutateLimitFunc`), range by range,
 /// recording what was set in the `kubernetes.io/limit-ranger` annotation.
 /// `parsed` (the pod's resources as read before) gets the same defaults.
-pub(super) fn default_pod(ranges: &[&Range], pod: &mut Value, parsed: &mut PodResources) {
+pub(super) fn default_pod<R: Deref<Target = Range>>(
+    ranges: &[R],
+    pod: &mut Value,
+    parsed: &mut PodResources,
+) {
     const PREFIX: &str = "LimitRanger plugin set: ";
     for lr in ranges {
         let (requests, limits) = (&lr.default_requests, &lr.default_limits);
         if requests.is_empty() && limits.is_empty() {
             continue;
         }
-        // `a, b request for container x; c limit for container x; ...`
-        let mut notes = String::from(PREFIX);
-        let mut note = |set: &[&str], what: &str, label: &str, name: &str| {
-            if set.is_empty() {
-                return;
-            }
-            if notes.len() > PREFIX.len() {
-                notes.push_str("; ");
-            }
-            for (i, k) in set.iter().enumerate() {
-                if i > 0 {
-                    notes.push_str(", ");
-                }
-                notes.push_str(k);
-            }
-            for part in [" ", what, " for ", label, " ", name] {
-                notes.push_str(part);
-            }
-        };
+        // `a, b request for container x; c limit for container x; ...`,
+        // written as the defaults are set (room for a container or two
+        // made at once: the note is kept as the annotation's value).
+        let mut notes = String::with_capacity(128);
+        notes.push_str(PREFIX);
         for (key, label, containers) in [
             ("containers", "container", &mut parsed.containers),
             (
@@ -367,33 +378,101 @@ pub(super) fn default_pod(ranges: &[&Range], pod: &mut Value, parsed: &mut PodRe
                 let Some(resources) = resources.as_object_mut() else {
                     continue;
                 };
-                let set_limits = fill(resources, "limits", limits, &mut read.limits);
-                let set_requests = fill(resources, "requests", requests, &mut read.requests);
-                let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
-                note(&set_requests, "request", label, name);
-                note(&set_limits, "limit", label, name);
+                // Requests are noted before limits; each list is filled
+                // on its own, so the order of filling changes nothing else.
+                let mut note = Note {
+                    text: &mut notes,
+                    empty: PREFIX.len(),
+                };
+                if fill(
+                    resources,
+                    "requests",
+                    requests,
+                    &mut read.requests,
+                    &mut note,
+                ) {
+                    note_container(&mut notes, " request for ", label, c);
+                }
+                let Some(resources) = c.get_mut("resources").and_then(Value::as_object_mut) else {
+                    continue;
+                };
+                let mut note = Note {
+                    text: &mut notes,
+                    empty: PREFIX.len(),
+                };
+                if fill(resources, "limits", limits, &mut read.limits, &mut note) {
+                    note_container(&mut notes, " limit for ", label, c);
+                }
             }
         }
         if notes.len() > PREFIX.len() {
-            let meta = crate::object::meta_mut(pod);
-            if !meta.get("annotations").is_some_and(Value::is_object) {
-                meta.insert("annotations".into(), Value::Object(Map::new()));
-            }
-            meta["annotations"][ANNOTATION] = Value::String(notes);
+            annotations_mut(pod).insert(ANNOTATION.to_owned(), Value::String(notes));
         }
     }
 }
 
+/// The pod's annotations, made an object if they are not one. (Looked up
+/// without naming a key it has: an `IndexMut` look-up copies its key.)
+fn annotations_mut(pod: &mut Value) -> &mut Map<String, Value> {
+    if !pod.get("metadata").is_some_and(Value::is_object) {
+        crate::object::meta_mut(pod);
+    }
+    let meta = pod
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .expect("made an object above");
+    if !meta.get("annotations").is_some_and(Value::is_object) {
+        meta.insert("annotations".into(), Value::Object(Map::new()));
+    }
+    meta.get_mut("annotations")
+        .and_then(Value::as_object_mut)
+        .expect("made an object above")
+}
+
+/// Ends a list of names in the note: ` request for container app`.
+fn note_container(notes: &mut String, what: &str, label: &str, c: &Map<String, Value>) {
+    let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+    for part in [what, label, " ", name] {
+        notes.push_str(part);
+    }
+}
+
+/// The note [`fill`] adds the names it set to: `; ` before a list when
+/// something precedes it (past `empty` bytes), `, ` between names.
+struct Note<'a> {
+    text: &'a mut String,
+    empty: usize,
+}
+
+impl Note<'_> {
+    /// Notes the names set, in order; whether there were any.
+    fn names<'k>(&mut self, names: impl IntoIterator<Item = &'k String>) -> bool {
+        let mut set = false;
+        for k in names {
+            let separator = match (set, self.text.len() > self.empty) {
+                (true, _) => ", ",
+                (false, true) => "; ",
+                (false, false) => "",
+            };
+            self.text.push_str(separator);
+            self.text.push_str(k);
+            set = true;
+        }
+        set
+    }
+}
+
 /// Sets the missing names of `resources.<which>` (and of `parsed`, the
-/// same list read); returns them, sorted.
-fn fill<'a>(
+/// same list read), noting them, sorted; returns whether it set any.
+fn fill(
     resources: &mut Map<String, Value>,
     which: &str,
-    defaults: &'a Defaults,
+    defaults: &Defaults,
     parsed: &mut ResourceList,
-) -> Vec<&'a str> {
+    note: &mut Note<'_>,
+) -> bool {
     if defaults.is_empty() {
-        return vec![];
+        return false;
     }
     let target = resources
         .entry(which)
@@ -402,15 +481,22 @@ fn fill<'a>(
         *target = Value::Object(Map::new());
     }
     let target = target.as_object_mut().expect("made above");
-    let mut set = Vec::new();
-    for (k, v, q) in defaults {
-        if !target.contains_key(k) {
-            target.insert(k.clone(), v.clone());
-            parsed.insert(k.clone(), *q);
-            set.push(k.as_str());
-        }
+    if target.is_empty() && parsed.is_empty() {
+        // Nothing set: all the defaults, copied whole.
+        *target = defaults.json.clone();
+        *parsed = defaults.list.clone();
+        return note.names(defaults.list.keys());
     }
-    set
+    let missing: Vec<_> = defaults
+        .each
+        .iter()
+        .filter(|(k, _, _)| !target.contains_key(k))
+        .collect();
+    for (k, v, q) in &missing {
+        target.insert(k.clone(), v.clone());
+        parsed.insert(k.clone(), *q);
+    }
+    note.names(missing.iter().map(|(k, _, _)| k))
 }
 
 /// Requests, limits and the bound at a common precision: milli-units when
@@ -569,7 +655,10 @@ fn aggregate(mut messages: Vec<String>) -> Option<String> {
 
 /// The first range a pod breaks, as the reason it is forbidden
 /// (`PodValidateLimitFunc`).
-pub(super) fn pod_violation(ranges: &[&Range], pod: &PodResources) -> Option<String> {
+pub(super) fn pod_violation<R: Deref<Target = Range>>(
+    ranges: &[R],
+    pod: &PodResources,
+) -> Option<String> {
     // The pod's totals, worked out only if a `Pod` item asks.
     let totals = OnceCell::new();
     ranges.iter().find_map(|lr| {
@@ -594,7 +683,10 @@ pub(super) fn pod_violation(ranges: &[&Range], pod: &PodResources) -> Option<Str
 
 /// The first range a claim breaks (`PersistentVolumeClaimValidateLimitFunc`):
 /// `min` and `max` apply to its requests.
-pub(super) fn claim_violation(ranges: &[&Range], pvc: &Value) -> Option<String> {
+pub(super) fn claim_violation<R: Deref<Target = Range>>(
+    ranges: &[R],
+    pvc: &Value,
+) -> Option<String> {
     let requests = parse_list(&pvc["spec"]["resources"]["requests"]).unwrap_or_default();
     ranges.iter().find_map(|lr| {
         let mut out = Vec::new();

@@ -30,12 +30,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
-use windlass_selector::quota::Evaluator;
-use windlass_selector::resources::{ResourceList, list_to_json};
+use windlass_selector::quota::{Evaluator, PodUsage};
+use windlass_selector::resources::list_to_json;
 use windlass_selector::{PodResources, QosClass};
 
 use limit_range::Range;
-use resource_quota::Quota;
+use resource_quota::{Charge, Quota};
 
 use crate::scope::Req;
 use crate::state::{AckRx, Obj, State};
@@ -72,7 +72,9 @@ pub(crate) struct Review {
     /// A new pod's LimitRange verdict and quota usage, when [`early`]
     /// worked them out before the state lock.
     bounds: Option<Option<String>>,
-    usage: Option<ResourceList>,
+    /// (Only a usage that had to be added up is kept: one that borrows
+    /// the pod's one container is read again from `pod` for nothing.)
+    usage: Option<PodUsage<'static>>,
 }
 
 impl Review {
@@ -136,7 +138,7 @@ pub(crate) fn governing<G: std::ops::Deref<Target = State>>(
     }
     let st = state();
     let ranges = st.list(LIMIT_RANGES, Some(req.ns));
-    let quotas = !st.list(QUOTAS, Some(req.ns)).is_empty();
+    let quotas = st.any_in(QUOTAS, req.ns);
     (!ranges.is_empty() || quotas).then_some(Governing { ranges, quotas })
 }
 
@@ -150,12 +152,16 @@ pub(crate) struct Governing {
 /// LimitRange verdict, and its usage if the namespace had `quotas`.
 fn new_pod(req: &Req<'_>, stored: &[Arc<Obj>], quotas: bool, obj: &mut Value) -> ApiResult<Review> {
     let mut pod = PodResources::of(obj).map_err(|e| undecodable(req, e.error.to_string()))?;
-    let parsed: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
-    let ranges: Vec<&Range> = parsed.iter().map(|r| r.as_ref()).collect();
-    limit_range::default_pod(&ranges, obj, &mut pod);
+    // One range (the usual namespace) is read in place: no list of them.
+    let (one, many): (Option<[_; 1]>, Vec<_>) = match stored {
+        [o] => (Some([o.derived(Range::of)]), vec![]),
+        _ => (None, stored.iter().map(|o| o.derived(Range::of)).collect()),
+    };
+    let ranges = one.as_ref().map_or(&many[..], |one| &one[..]);
+    limit_range::default_pod(ranges, obj, &mut pod);
     let review = Review {
-        bounds: Some(limit_range::pod_violation(&ranges, &pod)),
-        usage: quotas.then(|| windlass_selector::quota::pod_usage(obj, &pod)),
+        bounds: Some(limit_range::pod_violation(ranges, &pod)),
+        usage: (quotas && !pod.is_one_container()).then(|| PodUsage::of(obj, &pod).into_owned()),
         qos: OnceCell::from(pod.qos_class()),
         pod: Some(pod),
     };
@@ -192,8 +198,7 @@ pub(crate) fn mutate(
     if old.is_none() {
         let stored = st.list(LIMIT_RANGES, Some(req.ns));
         if !stored.is_empty() {
-            let parsed: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
-            let ranges: Vec<&Range> = parsed.iter().map(|r| r.as_ref()).collect();
+            let ranges: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
             limit_range::default_pod(&ranges, obj, &mut pod);
         }
     }
@@ -269,16 +274,24 @@ impl Charges {
         Self::of(st).is_some_and(|c| !c.quotas.is_empty())
     }
 
-    fn get(&self, ns: &str, name: &str) -> Option<&Quota> {
-        self.quotas.get(ns)?.get(name)
+    /// The pending charges of namespace `ns`, by quota name.
+    fn in_namespace(&self, ns: &str) -> Option<&BTreeMap<Arc<str>, Quota>> {
+        self.quotas.get(ns)
     }
 
-    fn insert(&mut self, ns: &str, quota: Quota) {
+    /// Sets quota `index`'s part of `charge` into its pending reading,
+    /// made from `stored` if it had no charge pending.
+    fn charge(&mut self, ns: &str, stored: &Obj, charge: &Charge, index: usize) {
         let in_ns = match self.quotas.get_mut(ns) {
             Some(m) => m,
             None => self.quotas.entry(ns.to_owned()).or_default(),
         };
-        in_ns.insert(quota.name.clone(), quota);
+        let base = stored.derived(Quota::of);
+        let pending = match in_ns.get_mut(&base.name) {
+            Some(q) => q,
+            None => in_ns.entry(base.name.clone()).or_insert(base.into_owned()),
+        };
+        charge.apply(index, pending);
     }
 
     /// Writes every pending charge: each charged quota once, with its new
@@ -293,7 +306,7 @@ impl Charges {
                 // could change it flushed first.
                 if let Some(base) = st.get(QUOTAS, &ns, &name) {
                     let (stored, _ack) =
-                        st.write_supersedable(QUOTAS, &ns, &name, charged(&base, &parsed));
+                        st.write_supersedable(QUOTAS, &ns, &name, charged_value(&base, &parsed));
                     stored.prime(parsed);
                 }
             }
@@ -302,7 +315,7 @@ impl Charges {
 }
 
 /// The quota `base` with the `status.used` of `parsed`.
-fn charged(base: &Obj, parsed: &Quota) -> Value {
+fn charged_value(base: &Obj, parsed: &Quota) -> Value {
     let mut v = base.value.clone();
     v["status"]["used"] = list_to_json(&parsed.used);
     v
@@ -337,9 +350,11 @@ pub(crate) fn recount_quotas(st: &mut State) {
 #[derive(Debug, Default)]
 #[must_use = "an admitted write must be stored, or its quota is not charged"]
 pub(crate) struct Admitted {
-    /// Quotas with their new `status.used`: the stored quota, and how
-    /// admission reads it charged (so the next write need not parse it).
-    charges: Vec<(Arc<Obj>, Quota)>,
+    /// The namespace's quotas as stored; `charge` says which it charges.
+    quotas: Vec<Arc<Obj>>,
+    /// Their new `status.used`, set into how admission reads them when
+    /// stored (so the next write need not parse them).
+    charge: Charge,
     /// The object is a quota whose status must be (re)computed.
     quota_status: bool,
 }
@@ -384,8 +399,7 @@ pub(crate) fn validate(
         }
     } else if limited {
         let stored = st.list(LIMIT_RANGES, Some(req.ns));
-        let parsed: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
-        let ranges: Vec<&Range> = parsed.iter().map(|r| r.as_ref()).collect();
+        let ranges: Vec<_> = stored.iter().map(|o| o.derived(Range::of)).collect();
         let violation = match review.pod() {
             Some(pod) if plural == "pods" => limit_range::pod_violation(&ranges, pod),
             _ => limit_range::claim_violation(&ranges, obj),
@@ -405,28 +419,27 @@ pub(crate) fn validate(
         return Ok(admitted);
     };
     // A charge not yet written counts as written.
-    let parsed: Vec<_> = stored
+    let pending = Charges::of(st).and_then(|c| c.in_namespace(req.ns));
+    let quotas: Vec<_> = stored
         .iter()
-        .map(
-            |o| match Charges::of(st).and_then(|c| c.get(req.ns, crate::object::name(&o.value))) {
+        .map(|o| {
+            let stored = o.derived(Quota::of);
+            match pending.and_then(|p| p.get(&stored.name)) {
                 Some(q) => Cow::Borrowed(q),
-                None => o.derived(Quota::of),
-            },
-        )
+                None => stored,
+            }
+        })
         .collect();
-    let quotas: Vec<&Quota> = parsed.iter().map(|q| q.as_ref()).collect();
     let subject = resource_quota::Subject {
         obj,
         pod: review.pod(),
         usage: review.usage.as_ref(),
         qos: &|| review.qos_class(obj),
     };
-    let charges = resource_quota::check(&quotas, &ev, old, &subject).map_err(forbidden)?;
-    for (i, used) in charges {
-        admitted
-            .charges
-            .push((stored[i].clone(), quotas[i].with_used(used)));
-    }
+    let charge = resource_quota::charges(&quotas, &ev, old, &subject).map_err(forbidden)?;
+    drop(quotas);
+    admitted.quotas = stored;
+    admitted.charge = charge;
     Ok(admitted)
 }
 
@@ -442,19 +455,23 @@ impl Admitted {
         name: &str,
         mut obj: Option<Value>,
     ) -> (Arc<Obj>, AckRx) {
-        let mut charges = self.charges;
-        if st.charges_deferrable {
+        let (quotas, charge) = (self.quotas, self.charge);
+        let deferred = st.charges_deferrable;
+        if deferred {
             let pending = Charges::of_mut(st);
-            for (_, parsed) in charges.drain(..) {
-                pending.insert(req.ns, parsed);
+            for i in charge.quotas() {
+                pending.charge(req.ns, &quotas[i], &charge, i);
             }
         }
         st.write_together(|st| {
-            for (base, parsed) in charges {
+            for i in charge.quotas().filter(|_| !deferred) {
+                let base = &quotas[i];
                 // Not awaited on its own: it commits with the object, so
                 // the object's acknowledgement covers both.
+                let mut parsed = base.derived(Quota::of).into_owned();
+                charge.apply(i, &mut parsed);
                 let name = parsed.name.clone();
-                let quota = charged(&base, &parsed);
+                let quota = charged_value(base, &parsed);
                 let (stored, _ack) = st.write_supersedable(QUOTAS, req.ns, &name, quota);
                 stored.prime(parsed);
             }

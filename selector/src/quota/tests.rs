@@ -220,3 +220,72 @@ fn calculates_usage_from_listed_objects() {
     assert_eq!(unknown.unknown, ["secrets"]);
     assert!(unknown.used.is_empty());
 }
+
+/// A pod's usage read name by name is its usage list, entry for entry, and
+/// nothing else: for any name a quota could hold.
+#[test]
+fn pod_usage_read_by_name_is_the_list() {
+    let mut finished = pod(json!({"cpu": "1"}), json!({"cpu": "2"}));
+    finished["status"] = json!({"phase": "Succeeded"});
+    let pods = [
+        pod(
+            json!({"cpu": "250m", "memory": "64Mi", "ephemeral-storage": "1Gi", "example.com/gpu": "1",
+                   "hugepages-2Mi": "4Mi", "kubernetes.io/native": "1", "requests.odd/x": "1"}),
+            json!({"cpu": "1", "memory": "128Mi", "ephemeral-storage": "2Gi", "example.com/gpu": "1"}),
+        ),
+        pod(json!({}), json!({})),
+        json!({"spec": {"containers": [{"name": "a"}]}}),
+        json!({"spec": {
+            "containers": [
+                {"name": "a", "resources": {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}}},
+                {"name": "b", "resources": {"requests": {"cpu": "500m", "hugepages-1Gi": "1Gi"}}},
+            ],
+            "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "4"}}}],
+            "overhead": {"cpu": "10m", "memory": "1Mi"},
+        }}),
+        finished,
+    ];
+    let probes = [
+        "count/pods",
+        "pods",
+        "cpu",
+        "memory",
+        "ephemeral-storage",
+        "requests.cpu",
+        "requests.memory",
+        "requests.ephemeral-storage",
+        "limits.cpu",
+        "limits.memory",
+        "limits.ephemeral-storage",
+        "hugepages-2Mi",
+        "requests.hugepages-2Mi",
+        "hugepages-1Gi",
+        "requests.hugepages-1Gi",
+        "limits.hugepages-2Mi",
+        "example.com/gpu",
+        "requests.example.com/gpu",
+        "limits.example.com/gpu",
+        "requests.kubernetes.io/native",
+        "kubernetes.io/native",
+        "requests.requests.odd/x",
+        "requests.odd/x",
+        "count/services",
+        "requests.storage",
+        "requests.",
+        "",
+    ];
+    for p in &pods {
+        let resources = PodResources::of(p).unwrap();
+        let usage = PodUsage::of(p, &resources);
+        let list = pod_usage(p, &resources);
+        assert_eq!(list, usage.to_list());
+        assert_eq!(list, Evaluator::Pods.usage(p).unwrap(), "{p}");
+        for name in list.keys().map(String::as_str).chain(probes) {
+            assert_eq!(usage.get(name), list.get(name).copied(), "{name} of {p}");
+        }
+        assert_eq!(
+            usage.view().get("pods"),
+            usage.clone().into_owned().get("pods")
+        );
+    }
+}

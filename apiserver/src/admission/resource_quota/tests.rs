@@ -303,3 +303,52 @@ fn kinds_a_quota_does_not_name_are_free() {
         Err("exceeded quota: q, requested: count/deployments.apps=1, used: count/deployments.apps=1, limited: count/deployments.apps=1".into())
     );
 }
+
+/// A charge sets the new usage by name whether the quota's `used` names
+/// exactly its hard names (read by position) or not (read by name): a
+/// stale name is kept, a name only in `used` is not touched, and names
+/// after an uncharged one land on the right entry.
+#[test]
+fn a_charge_lands_on_its_names_whatever_used_holds() {
+    let hard = json!({"limits.ephemeral-storage": "10", "pods": "4", "requests.cpu": "2", "requests.memory": "8Gi"});
+    let exact = json!({"limits.ephemeral-storage": "1", "pods": "1", "requests.cpu": "500m", "requests.memory": "1Gi"});
+    let mut stale = exact.clone();
+    stale["old.example.com/x"] = json!("3");
+    let p = pod(
+        json!({"cpu": "1", "memory": "1Gi"}),
+        json!({"memory": "2Gi"}),
+    );
+    for used in [exact, stale.clone()] {
+        let charges = admit(
+            &[quota("q", hard.clone(), used.clone())],
+            &Evaluator::Pods,
+            None,
+            &p,
+        )
+        .unwrap();
+        let mut want = used;
+        // No ephemeral storage: `limits.ephemeral-storage` is not charged.
+        want["pods"] = json!("2");
+        want["requests.cpu"] = json!("1500m");
+        want["requests.memory"] = json!("2Gi");
+        assert_eq!(charges, [("q".to_owned(), want)]);
+    }
+    let quotas: Vec<Quota> = [quota("q", hard.clone(), stale.clone())]
+        .iter()
+        .map(Quota::of)
+        .collect();
+    assert!(!quotas[0].same_names, "a stale name is read by name");
+}
+
+/// The quotas that apply are kept as bits up to 128 and listed past them,
+/// and read back in order either way.
+#[test]
+fn applying_quotas_are_read_back_in_order() {
+    let mut a = Applying::default();
+    assert!(a.is_empty());
+    for i in [0, 5, 127, 128, 300] {
+        a.add(i);
+    }
+    assert_eq!(a.iter().collect::<Vec<_>>(), [0, 5, 127, 128, 300]);
+    assert!(!a.is_empty());
+}
