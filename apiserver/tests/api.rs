@@ -491,3 +491,20 @@ async fn garbage_collection_follows_each_write_that_can_need_it() {
     assert_eq!(c, 200, "{v}");
     assert!(gone("kept").await, "the owner's deletion cascades");
 }
+
+/// What a pod is stored as has only the lists it was given and the
+/// server's defaults: no `null` stands in for a list it never had.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_pod_holds_no_nulls_for_lists_it_lacks() {
+    let server = start(Config::new().in_memory()).await.unwrap();
+    let http = Http::new(server.addr());
+    let (c, created) = http.post(PODS, &pod("bare")).await;
+    assert_eq!(c, 201, "{created}");
+    let (c, read) = http.get(&format!("{PODS}/bare")).await;
+    assert_eq!(c, 200);
+    for pod in [&created, &read] {
+        let spec = pod["spec"].as_object().expect("a spec");
+        assert!(!spec.contains_key("initContainers"), "{pod}");
+        assert!(spec.values().all(|v| !v.is_null()), "{pod}");
+    }
+}

@@ -136,7 +136,13 @@ pub(super) fn canonicalize(plural: &str, obj: &mut Value) {
 /// to its limits (the API server's pod defaulting, before any admission).
 pub(super) fn default_requests_to_limits(pod: &mut Value) {
     for key in ["containers", "initContainers"] {
-        let Some(cs) = pod["spec"][key].as_array_mut() else {
+        // Looked up without indexing mutably, which would store a `null`
+        // for every list the pod does not have.
+        let Some(cs) = pod
+            .get_mut("spec")
+            .and_then(|s| s.get_mut(key))
+            .and_then(Value::as_array_mut)
+        else {
             continue;
         };
         for c in cs.iter_mut().filter(|c| c.is_object()) {
@@ -280,6 +286,17 @@ mod tests {
             pod["spec"]["initContainers"][0]["resources"]["requests"],
             json!({"cpu": "2"})
         );
+    }
+
+    #[test]
+    fn a_pod_without_init_containers_is_left_without_them() {
+        let mut pod = json!({"spec": {"containers": [{"name": "a"}]}});
+        let before = pod.clone();
+        default_requests_to_limits(&mut pod);
+        assert_eq!(pod, before, "no `initContainers: null` added");
+        let mut bare = json!({"kind": "Pod"});
+        default_requests_to_limits(&mut bare);
+        assert_eq!(bare, json!({"kind": "Pod"}));
     }
 
     #[test]
