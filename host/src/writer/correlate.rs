@@ -13,7 +13,8 @@
 //!   whose count goes up.
 //! - **Spam**: a source may record 25 events about one object, then one
 //!   more every five minutes; the rest are dropped (and counted, per plugin,
-//!   on `/metrics`).
+//!   on `/metrics`), though an Event already sent counts them on its next
+//!   bump, as client-go's does.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -161,6 +162,11 @@ impl Correlator {
         };
         if !allowed {
             *self.dropped.entry(source.plugin.clone()).or_default() += 1;
+            // Still an occurrence, as client-go counts it: the next bump
+            // that goes out carries it.
+            if let Some(existing) = self.recorded.get_mut(&key) {
+                existing.count += 1;
+            }
             return None;
         }
         let existing = self.recorded.get(&key).cloned();
@@ -381,16 +387,17 @@ mod tests {
             one(&mut c, &s, "Loop", "again", at - Duration::from_secs(2)),
             None
         );
+        // The next bump counts every occurrence, the dropped ones too.
         assert_eq!(
             one(&mut c, &s, "Loop", "again", at),
-            Some((false, 26, "again".into()))
+            Some((false, 42, "again".into()))
         );
         assert_eq!(one(&mut c, &s, "Loop", "again", at), None);
         // One outcome of 30 is cut at the budget, in one request.
         let far = at + Duration::from_secs(300 * 100);
         assert_eq!(
             record(&mut c, &s, "Loop", &["again"; 30], far),
-            vec![(false, 51, "again".into())]
+            vec![(false, 68, "again".into())]
         );
         // Another object, another plugin and a recreated object (new uid)
         // have budgets of their own.
