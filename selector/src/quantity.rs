@@ -277,6 +277,23 @@ fn clamp(nanos: i128) -> i128 {
     nanos.clamp(-MAX_NANOS, MAX_NANOS)
 }
 
+/// `ceil(n / d)` for `d > 0`, rounding away from zero (upstream's `RoundUp`),
+/// for one integer type: truncating division, then one step away from zero
+/// when there is a remainder.
+macro_rules! ceil_div_in {
+    ($n:expr, $d:expr) => {{
+        let (n, d) = ($n, $d);
+        let q = n / d;
+        if n % d == 0 {
+            q
+        } else if n > 0 {
+            q + 1
+        } else {
+            q - 1
+        }
+    }};
+}
+
 /// `ceil(n / d)` for `d > 0`, rounding away from zero (upstream's `RoundUp`).
 #[inline]
 fn ceil_div(n: i128, d: i128) -> i128 {
@@ -285,29 +302,9 @@ fn ceil_div(n: i128, d: i128) -> i128 {
     // multiplication; `i128` division is a library call (LimitRange bounds
     // compare several of these per container on every pod create).
     if let (Ok(n), Ok(d)) = (i64::try_from(n), i64::try_from(d)) {
-        return i128::from(ceil_div_i64(n, d));
+        return i128::from(ceil_div_in!(n, d));
     }
-    let q = n / d;
-    if n % d == 0 {
-        q
-    } else if n > 0 {
-        q + 1
-    } else {
-        q - 1
-    }
-}
-
-/// [`ceil_div`] in `i64`: the same truncating division and remainder.
-#[inline(always)]
-fn ceil_div_i64(n: i64, d: i64) -> i64 {
-    let q = n / d;
-    if n % d == 0 {
-        q
-    } else if n > 0 {
-        q + 1
-    } else {
-        q - 1
-    }
+    ceil_div_in!(n, d)
 }
 
 /// What a suffix means: `(base, exponent, format)`.
