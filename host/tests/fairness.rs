@@ -61,8 +61,14 @@ fn sample(metrics: &str, line_start: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(line_start)?.trim().parse().ok())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_noisy_plugin_is_held_to_its_write_limit_and_a_quiet_one_still_converges() {
+/// An in-memory server behind a recording proxy, and a kubeconfig (in the
+/// returned directory) that goes through the proxy.
+async fn recorded_server() -> (
+    windlass_apiserver::RunningServer,
+    Arc<Recorder>,
+    tempfile::TempDir,
+    std::path::PathBuf,
+) {
     let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
         .await
         .unwrap();
@@ -74,6 +80,12 @@ async fn a_noisy_plugin_is_held_to_its_write_limit_and_a_quiet_one_still_converg
         recorder.kubeconfig(&server.kubeconfig(), server.addr()),
     )
     .unwrap();
+    (server, recorder, dir, kubeconfig)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_noisy_plugin_is_held_to_its_write_limit_and_a_quiet_one_still_converges() {
+    let (_server, recorder, _dir, kubeconfig) = recorded_server().await;
     let admin = free_port();
     let recorded = recorder.clone();
     tokio::task::spawn_blocking(move || {
@@ -200,17 +212,7 @@ async fn a_noisy_plugin_is_held_to_its_write_limit_and_a_quiet_one_still_converg
 /// patches go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugin_recording_events_in_a_loop_is_held_to_25_about_an_object() {
-    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
-        .await
-        .unwrap();
-    let recorder = Arc::new(Recorder::start(server.addr()).await);
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        recorder.kubeconfig(&server.kubeconfig(), server.addr()),
-    )
-    .unwrap();
+    let (_server, recorder, _dir, kubeconfig) = recorded_server().await;
     let admin = free_port();
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
