@@ -15,8 +15,10 @@
 //! take a node's last room. An assumption stands until the informer brings
 //! a newer version of the object, and is undone if the binding fails.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
+
+use foldhash::fast::RandomState as Fast;
 
 use crate::contract::IndexEntry;
 use crate::model::{IndexReader, ObjectKey};
@@ -36,9 +38,20 @@ struct Filed {
 /// The members, totals and version of one key.
 #[derive(Debug, Default)]
 struct Key {
-    members: BTreeSet<ObjectKey>,
+    /// Each member with what a lookup returns of it, kept here so that a
+    /// lookup of a key of many members looks none of them up again (a
+    /// scheduling decision reads every pod of a label).
+    members: BTreeMap<ObjectKey, Member>,
     totals: Vec<i64>,
     version: u64,
+}
+
+/// What a lookup returns of one member: the object's summary and its text,
+/// the same `Arc`s as in its [`Filed`].
+#[derive(Debug, Clone)]
+struct Member {
+    summary: Arc<[u8]>,
+    text: Arc<str>,
 }
 
 /// Why an assumption was refused.
@@ -48,8 +61,8 @@ pub struct Conflict(pub String);
 /// The index of one kind.
 #[derive(Debug, Default)]
 pub struct KindIndex {
-    objects: HashMap<ObjectKey, Filed>,
-    keys: HashMap<Arc<str>, Key>,
+    objects: HashMap<ObjectKey, Filed, Fast>,
+    keys: HashMap<Arc<str>, Key, Fast>,
     /// The last version given to a key.
     clock: u64,
 }
@@ -198,8 +211,16 @@ impl KindIndex {
 
     fn put(&mut self, key: ObjectKey, filed: Filed) {
         for k in &filed.entry.keys {
-            let state = self.keys.entry(Arc::from(k.as_str())).or_default();
-            if state.members.insert(key.clone()) {
+            if !self.keys.contains_key(k.as_str()) {
+                // Allocated only for a key not yet seen.
+                self.keys.insert(Arc::from(k.as_str()), Key::default());
+            }
+            let state = self.keys.get_mut(k.as_str()).expect("inserted above");
+            let member = Member {
+                summary: filed.entry.summary.clone(),
+                text: filed.text.clone(),
+            };
+            if state.members.insert(key.clone(), member).is_none() {
                 if state.totals.len() < filed.entry.amounts.len() {
                     state.totals.resize(filed.entry.amounts.len(), 0);
                 }
@@ -213,24 +234,20 @@ impl KindIndex {
         self.objects.insert(key, filed);
     }
 
-    fn members(&self, key: &str) -> (impl Iterator<Item = &Filed>, u64) {
+    fn members(&self, key: &str) -> (impl Iterator<Item = &Member>, u64) {
         let state = self.keys.get(key);
         let version = state.map_or(0, |s| s.version);
-        let members = state
-            .into_iter()
-            .flat_map(|s| s.members.iter())
-            .filter_map(|k| self.objects.get(k));
-        (members, version)
+        (state.into_iter().flat_map(|s| s.members.values()), version)
     }
 
     pub fn lookup(&self, key: &str) -> (Vec<Arc<[u8]>>, u64) {
         let (members, version) = self.members(key);
-        (members.map(|f| f.entry.summary.clone()).collect(), version)
+        (members.map(|m| m.summary.clone()).collect(), version)
     }
 
     pub fn lookup_objects(&self, key: &str) -> (Vec<Arc<str>>, u64) {
         let (members, version) = self.members(key);
-        (members.map(|f| f.text.clone()).collect(), version)
+        (members.map(|m| m.text.clone()).collect(), version)
     }
 
     pub fn totals(&self, key: &str) -> (Vec<i64>, u64) {
