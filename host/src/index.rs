@@ -293,8 +293,8 @@ impl IndexReader for SharedIndex {
         self.read(|i| i.lookup_objects(key))
     }
 
-    fn totals(&self, key: &str) -> (Vec<i64>, u64) {
-        self.read(|i| i.totals(key))
+    fn totals(&self, keys: &[String]) -> Vec<(Vec<i64>, u64)> {
+        self.read(|i| keys.iter().map(|k| i.totals(k)).collect())
     }
 }
 

@@ -174,7 +174,7 @@ impl Binder {
         let read = outcome
             .index_reads
             .iter()
-            .filter(|r| r.kind == pods)
+            .filter(|r| *r.kind == pods)
             .map(|r| (r.key.clone(), r.version))
             .collect();
         Some(Binder { index, read, bound })

@@ -60,14 +60,16 @@ pub trait IndexReader: Send + Sync {
     /// the key's version.
     fn lookup_objects(&self, key: &str) -> (Vec<Arc<str>>, u64);
 
-    /// The sums of the amounts filed under `key`, and the key's version.
-    fn totals(&self, key: &str) -> (Vec<i64>, u64);
+    /// For each of `keys`, the sums of the amounts filed under it and the
+    /// key's version, read at one instant (a decision reads hundreds).
+    fn totals(&self, keys: &[String]) -> Vec<(Vec<i64>, u64)>;
 }
 
 /// A key of a plugin's index a call read, and its version then.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IndexRead {
-    pub kind: KindRef,
+    /// Shared by the reads of one call (a decision reads hundreds of keys).
+    pub kind: Arc<KindRef>,
     pub key: String,
     pub version: u64,
 }

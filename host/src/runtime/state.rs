@@ -211,6 +211,7 @@ impl CallState {
             return Ok(Ok(Vec::new()));
         };
         let (summaries, version) = index.lookup(&key);
+        let kind = Arc::new(kind);
         self.index_reads.push(IndexRead { kind, key, version });
         Ok(Ok(summaries.iter().map(|s| s.to_vec()).collect()))
     }
@@ -231,6 +232,7 @@ impl CallState {
             return Ok(Ok(Vec::new()));
         };
         let (objects, version) = index.lookup_objects(&key);
+        let kind = Arc::new(kind);
         self.index_reads.push(IndexRead { kind, key, version });
         Ok(Ok(objects.iter().map(|o| o.to_string()).collect()))
     }
@@ -259,18 +261,15 @@ impl CallState {
         let Some(index) = self.cache.index(&kind) else {
             return Ok(Ok(vec![Vec::new(); keys.len()]));
         };
+        let read = index.totals(&keys);
+        let kind = Arc::new(kind);
         let mut sums = Vec::with_capacity(keys.len());
-        let mut reads = Vec::with_capacity(keys.len());
-        for key in keys {
-            let (total, version) = index.totals(&key);
+        self.index_reads.reserve(keys.len());
+        for (key, (total, version)) in keys.into_iter().zip(read) {
             sums.push(total);
-            reads.push(IndexRead {
-                kind: kind.clone(),
-                key,
-                version,
-            });
+            let kind = kind.clone();
+            self.index_reads.push(IndexRead { kind, key, version });
         }
-        self.index_reads.extend(reads);
         Ok(Ok(sums))
     }
 
