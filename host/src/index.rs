@@ -195,9 +195,11 @@ impl KindIndex {
             let Some(state) = self.keys.get_mut(k.as_str()) else {
                 continue;
             };
-            state.members.remove(key);
-            for (sum, a) in state.totals.iter_mut().zip(&filed.entry.amounts) {
-                *sum = sum.wrapping_sub(*a);
+            // A key the entry names twice was added to once (see `put`).
+            if state.members.remove(key).is_some() {
+                for (sum, a) in state.totals.iter_mut().zip(&filed.entry.amounts) {
+                    *sum = sum.wrapping_sub(*a);
+                }
             }
             self.clock += 1;
             state.version = self.clock;
@@ -346,6 +348,21 @@ mod tests {
         assert!(!ix.file(pod("b"), 3, text("old"), entry(&["n1"], &[9], "old")));
         assert!(!ix.remove(&pod("b"), 4));
         assert_eq!(ix.totals("n2").0, [251, 1]);
+    }
+
+    #[test]
+    fn a_key_named_twice_in_an_entry_counts_the_object_once() {
+        let mut ix = KindIndex::new();
+        ix.file(pod("a"), 1, text("a"), entry(&["n1", "n1"], &[5], "a"));
+        ix.file(pod("b"), 2, text("b"), entry(&["n1"], &[3], "b"));
+        assert_eq!(ix.totals("n1").0, [8]);
+        assert_eq!(ix.lookup("n1").0.len(), 2);
+        // Moved away and removed: a's amount leaves n1 once, not twice.
+        ix.file(pod("a"), 3, text("a"), entry(&["n2", "n2"], &[5], "a"));
+        assert_eq!(ix.totals("n1").0, [3]);
+        assert!(ix.remove(&pod("a"), 3));
+        assert_eq!(ix.totals("n1").0, [3]);
+        assert!(ix.totals("n2").0.is_empty());
     }
 
     #[test]
