@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use windlass::contract::Request;
 use windlass::offline::{StaticCache, request_for};
 use windlass::runtime::{Runtime, RuntimeConfig};
-use windlass_tests::{free_port, http_get};
+use windlass_tests::{free_port, http_get, thousands};
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
@@ -516,16 +516,4 @@ async fn wait_until(
 
 fn items(list: &Value) -> Vec<Value> {
     list["items"].as_array().cloned().unwrap_or_default()
-}
-
-fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

@@ -19,3 +19,28 @@ pub use plugins::{configmap, owned_pod, plugin, replicaset};
 pub use process::{Running, free_port, http_get, kubectl, kubectl_ok};
 pub use proxy::Proxy;
 pub use recorder::Recorder;
+
+/// A count with its thousands separated, as the bench tables print sizes
+/// (`10000` → `10,000`).
+pub fn thousands(n: impl std::fmt::Display) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thousands_are_separated() {
+        assert_eq!(super::thousands(0u64), "0");
+        assert_eq!(super::thousands(999usize), "999");
+        assert_eq!(super::thousands(1000u64), "1,000");
+        assert_eq!(super::thousands(1_234_567usize), "1,234,567");
+    }
+}

@@ -30,39 +30,15 @@ pub(crate) fn watch_key(path_and_query: &str) -> Option<WatchKey> {
     let (path, query) = path_and_query.split_once('?')?;
     let mut watch = false;
     let (mut labels, mut fields) = (String::new(), String::new());
-    for pair in query.split('&') {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        match k {
+    for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+        match &*k {
             "watch" => watch = v == "true" || v == "1",
-            "labelSelector" => labels = decode(v),
-            "fieldSelector" => fields = decode(v),
+            "labelSelector" => labels = v.into_owned(),
+            "fieldSelector" => fields = v.into_owned(),
             _ => {}
         }
     }
     watch.then(|| format!("{path} labels={labels:?} fields={fields:?}"))
-}
-
-/// Percent-decoding of a query value (selectors are ASCII).
-fn decode(v: &str) -> String {
-    let bytes = v.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => match u8::from_str_radix(&v[i + 1..i + 3], 16) {
-                Ok(b) => {
-                    out.push(b);
-                    i += 3;
-                    continue;
-                }
-                Err(_) => out.push(b'%'),
-            },
-            b'+' => out.push(b' '),
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A watch counted open until the response body holding it is dropped.

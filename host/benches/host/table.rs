@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use windlass::histogram::HistogramSnapshot;
+pub(crate) use windlass_tests::thousands;
 
 use super::REPLICAS;
 use super::converge::{Converged, Rounds, median};
@@ -393,16 +394,4 @@ pub(crate) fn bytes(b: f64) -> String {
     } else {
         format!("{b:.0} B")
     }
-}
-
-pub(crate) fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
