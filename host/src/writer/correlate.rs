@@ -63,6 +63,15 @@ pub(super) enum Key {
     Combined(Similar),
 }
 
+impl Key {
+    /// The events this key stands for, whatever their messages.
+    pub(super) fn similar(&self) -> &Similar {
+        match self {
+            Key::Exact(s, _) | Key::Combined(s) => s,
+        }
+    }
+}
+
 /// An Event object on the server, and its count there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Recorded {
@@ -148,9 +157,7 @@ impl Correlator {
             reason,
         };
         let (key, message) = self.aggregate(similar, message, now);
-        let source = match &key {
-            Key::Exact(s, _) | Key::Combined(s) => &s.source,
-        };
+        let source = &key.similar().source;
         let allowed = match self.spam.get_mut(source) {
             Some(bucket) => bucket.try_take(now),
             None => {

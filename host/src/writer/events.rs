@@ -10,7 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::json;
 
 use super::Writer;
-use super::correlate::{Key, Recorded, Send, Source};
+use super::correlate::{Recorded, Send, Source};
 use crate::contract::{Event, EventType, Manifest};
 use crate::discovery::segment;
 use crate::model::{CachedObject, ObjectRef};
@@ -80,7 +80,7 @@ impl Writer {
         } = send;
         let who = self.caller(&manifest.name);
         let now = rfc3339(SystemTime::now());
-        let (Key::Exact(similar, _) | Key::Combined(similar)) = &key;
+        let similar = key.similar();
         if let Some(existing) = existing {
             let path = format!(
                 "/api/v1/namespaces/{}/events/{}",

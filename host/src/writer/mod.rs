@@ -223,7 +223,7 @@ pub trait Assume: Send + Sync {
 pub struct Writer {
     client: ApiClient,
     discovery: Arc<Discovery>,
-    events: Mutex<Correlator>,
+    correlator: Mutex<Correlator>,
     throttles: Throttles,
 }
 
@@ -240,7 +240,7 @@ impl Writer {
         Self {
             client,
             discovery,
-            events: Mutex::default(),
+            correlator: Mutex::default(),
             throttles: Throttles::new(limit),
         }
     }
@@ -274,7 +274,7 @@ impl Writer {
     }
 
     fn correlator(&self) -> std::sync::MutexGuard<'_, Correlator> {
-        self.events.lock().unwrap_or_else(|e| e.into_inner())
+        self.correlator.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The identity and write limit `plugin`'s requests go out with.
