@@ -4,7 +4,7 @@
 //! default durability); the sides alternate, windlass first, and the row
 //! shows each side's median.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -18,6 +18,7 @@ use windlass::discovery::Discovery;
 use windlass::informer::InformerConfig;
 use windlass::informers::Informers;
 use windlass_apiserver::RunningServer;
+use windlass_tests::forward::Forward;
 
 use super::load::{PODS, REPLICASETS, create_many, get, http, replicaset_body};
 use super::table::thousands;
@@ -343,15 +344,15 @@ pub(crate) fn converge(
 /// Counts the requests through it by verb and resource (the path with
 /// namespaces and names dropped, and whether it is a watch).
 struct RequestCounter {
-    forward: windlass_tests::forward::Forward,
-    counts: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<(String, String), u64>>>,
+    forward: Forward,
+    counts: Arc<Mutex<BTreeMap<(String, String), u64>>>,
 }
 
 impl RequestCounter {
-    async fn start(upstream: std::net::SocketAddr) -> Self {
-        let counts = std::sync::Arc::<std::sync::Mutex<_>>::default();
+    async fn start(upstream: SocketAddr) -> Self {
+        let counts = Arc::<Mutex<BTreeMap<_, u64>>>::default();
         let seen = counts.clone();
-        let forward = windlass_tests::forward::Forward::start(upstream, move |req, path| {
+        let forward = Forward::start(upstream, move |req, path| {
             let (path, query) = path.split_once('?').unwrap_or((path, ""));
             let mut parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
             if let Some(i) = parts.iter().position(|p| *p == "namespaces")
@@ -368,9 +369,9 @@ impl RequestCounter {
             if query.contains("watch=true") || query.contains("watch=1") {
                 resource.push_str(" (watch)");
             }
-            let mut counts: std::sync::MutexGuard<'_, std::collections::BTreeMap<_, u64>> =
-                seen.lock().unwrap_or_else(|e| e.into_inner());
-            *counts
+            *seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
                 .entry((req.method().to_string(), resource))
                 .or_default() += 1;
         })
