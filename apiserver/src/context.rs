@@ -9,6 +9,7 @@ use bytes::Bytes;
 use hyper::Response;
 use serde_json::Value;
 
+use crate::convert;
 use crate::intake::{self, FieldValidation, Options};
 use crate::represent::{self, Shape};
 use crate::request::{self as rq, Query, RespBody};
@@ -20,7 +21,6 @@ use crate::status::{ApiError, ApiResult, Target};
 use crate::table;
 use crate::user::User;
 use crate::write::Written;
-use crate::{convert, object};
 
 /// How long a write waits to be stored before the client gets a 504.
 const DURABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -75,14 +75,14 @@ impl Ctx {
             Shape::Table => {
                 let t = table::table(
                     &self.res,
-                    std::iter::once(&o.value),
+                    std::iter::once(&o.value()),
                     Some(o.rv.to_string()),
                     None,
                     true,
                 );
                 rq::json(code, &t)
             }
-            Shape::Metadata => rq::json(code, &represent::partial(&o.value)),
+            Shape::Metadata => rq::json(code, &represent::partial(&o.value())),
             Shape::Object => rq::json_bytes(code, self.render(o)),
         }
     }
@@ -126,8 +126,8 @@ impl Ctx {
                     )));
                 }
             }
-            let v = &w.obj.value;
-            if w.gone || object::is_deleting(v) || !object::owners(v).is_empty() {
+            let a = &w.obj.attrs;
+            if w.gone || a.deleting || !a.owners.is_empty() {
                 self.shared.gc.notify_one();
             }
         }

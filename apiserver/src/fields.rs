@@ -8,9 +8,10 @@ use serde_json::Value;
 use crate::resources::Resource;
 
 /// The fields of kinds with their own conversion function (beyond these,
-/// kube accepts `metadata.name` and `metadata.namespace` only).
-fn own_fields(res: &Resource) -> Option<&'static [&'static str]> {
-    let fields: &'static [&'static str] = match (res.group.as_str(), res.plural.as_str()) {
+/// kube accepts `metadata.name` and `metadata.namespace` only), by the
+/// resource's group and plural.
+pub(crate) fn own_fields_of(group: &str, plural: &str) -> Option<&'static [&'static str]> {
+    let fields: &'static [&'static str] = match (group, plural) {
         ("", "pods") => &[
             "metadata.name",
             "metadata.namespace",
@@ -67,7 +68,7 @@ fn own_fields(res: &Resource) -> Option<&'static [&'static str]> {
 /// Whether a field selector may name `field` for `res`; the error is kube's
 /// message (a `400 BadRequest`).
 pub(crate) fn check(res: &Resource, field: &str) -> Result<(), String> {
-    match own_fields(res) {
+    match own_fields_of(&res.group, &res.plural) {
         Some(fields) if fields.contains(&field) => Ok(()),
         Some(_) => Err(format!("field label not supported: {field}")),
         None if matches!(field, "metadata.name" | "metadata.namespace") => Ok(()),

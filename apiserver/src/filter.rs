@@ -1,8 +1,8 @@
 //! Which objects a list or watch selects: namespace, name, label and field selectors.
 
-use serde_json::Value;
 use windlass_selector::{FieldSelector, LabelSelector};
 
+use crate::attrs::Attrs;
 use crate::request::Query;
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
@@ -59,19 +59,17 @@ impl Filter {
         self.labels.is_empty() && self.fields.is_empty()
     }
 
-    pub(crate) fn matches(&self, v: &Value) -> bool {
-        let meta = &v["metadata"];
+    /// Whether a stored object with attributes `a` is selected.
+    pub(crate) fn matches(&self, a: &Attrs) -> bool {
         if let Some(ns) = &self.ns
-            && meta["namespace"].as_str().unwrap_or_default() != ns
+            && *a.namespace != **ns
         {
             return false;
         }
-        let labels = &meta["labels"];
-        self.labels
-            .matches(|k| labels.get(k).and_then(Value::as_str))
+        self.labels.matches(|k| a.label(k))
             && self
                 .fields
-                .matches(|f| Some(crate::fields::value(&self.group, &self.plural, v, f)))
+                .matches(|f| Some(a.field(&self.group, &self.plural, f).to_owned()))
     }
 }
 
@@ -92,12 +90,17 @@ mod tests {
         ));
         let f = Filter::parse(&pods(), &q, Some("d"), None).unwrap();
         let p = json!({"metadata": {"name": "p", "namespace": "d", "labels": {"app": "web"}}, "spec": {"nodeName": "n1"}});
-        assert!(f.matches(&p));
+        let attrs = |v: &serde_json::Value| Attrs::of("", "pods", v);
+        assert!(f.matches(&attrs(&p)));
         let mut other = p.clone();
         other["spec"]["nodeName"] = json!("n2");
-        assert!(!f.matches(&other));
+        assert!(!f.matches(&attrs(&other)));
+        other["spec"]["nodeName"] = json!("n1");
         other["metadata"]["namespace"] = json!("e");
-        assert!(!f.matches(&other));
+        assert!(!f.matches(&attrs(&other)));
+        other["metadata"]["namespace"] = json!("d");
+        other["metadata"]["labels"]["app"] = json!("db");
+        assert!(!f.matches(&attrs(&other)));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::object;
 use crate::scope::Req;
-use crate::state::State;
+use crate::state::{Current, State};
 use crate::write::{self, DeleteOptions, FOREGROUND, ORPHAN, Propagation};
 
 /// What GC needs to know about one object.
@@ -296,15 +296,12 @@ fn views(st: &State) -> Vec<View> {
     st.all_objects()
         .into_iter()
         .map(|(res, o)| View {
-            ns: o.value["metadata"]["namespace"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            name: object::name(&o.value).to_owned(),
-            uid: object::uid(&o.value).to_owned(),
-            owners: object::owners(&o.value),
-            deleting: object::is_deleting(&o.value),
-            finalizers: object::finalizers(&o.value),
+            ns: o.attrs.namespace.to_string(),
+            name: o.attrs.name.to_string(),
+            uid: o.attrs.uid.to_string(),
+            owners: o.attrs.owner_uids(),
+            deleting: o.attrs.deleting,
+            finalizers: o.attrs.finalizers.iter().map(|f| f.to_string()).collect(),
             res,
         })
         .collect()
@@ -371,32 +368,32 @@ fn apply(st: &mut State, a: &Action) -> bool {
         )
         .map(|_| ()),
         Action::RemoveOwners { uids, .. } => {
-            let mut new = old.value.clone();
+            let mut new = old.value();
             if let Some(refs) = new["metadata"]["ownerReferences"].as_array_mut() {
                 refs.retain(|r| !uids.iter().any(|u| r["uid"].as_str() == Some(u)));
                 if refs.is_empty() {
                     object::meta_mut(&mut new).remove("ownerReferences");
                 }
             }
-            write::commit_update(st, &req, &old, new).map(|_| ())
+            write::commit_update(st, &req, &Current::of(old), new).map(|_| ())
         }
         Action::RemoveFinalizer { finalizer, .. } => {
-            let mut new = old.value.clone();
+            let mut new = old.value();
             let f = object::finalizers(&new)
                 .into_iter()
                 .filter(|x| x != finalizer)
                 .collect();
             object::set_finalizers(&mut new, f);
-            write::commit_update(st, &req, &old, new).map(|_| ())
+            write::commit_update(st, &req, &Current::of(old), new).map(|_| ())
         }
         Action::UnblockOwners { .. } => {
-            let mut new = old.value.clone();
+            let mut new = old.value();
             if let Some(refs) = new["metadata"]["ownerReferences"].as_array_mut() {
                 for r in refs.iter_mut().filter(|r| r["blockOwnerDeletion"] == true) {
                     r["blockOwnerDeletion"] = serde_json::json!(false);
                 }
             }
-            write::commit_update(st, &req, &old, new).map(|_| ())
+            write::commit_update(st, &req, &Current::of(old), new).map(|_| ())
         }
         Action::FinishNamespace { .. } => {
             st.write(NAMESPACES, "", name, None);

@@ -21,6 +21,7 @@ use crate::route::ResPath;
 use crate::scope::Req;
 use crate::shared::Shared;
 use crate::ssa;
+use crate::state::{Current, Obj};
 use crate::status::ApiError;
 use crate::status::ApiResult;
 use crate::update::{self, Next};
@@ -264,7 +265,7 @@ async fn delete_collection(
     {
         let mut st = ctx.shared.lock();
         for o in st.list(&ctx.res.key(), filter.namespace()) {
-            if !filter.matches(&o.value) {
+            if !filter.matches(&o.attrs) {
                 continue;
             }
             let (ns, name) = obj_key(&o);
@@ -274,7 +275,7 @@ async fn delete_collection(
                 ..ctx.req()
             };
             let w = write::delete(&mut st, &req, &name, &opts)?;
-            items.push(w.obj.value.clone());
+            items.push(w.obj.value());
             if w.ack.is_some() {
                 last_ack = w.ack;
             }
@@ -342,7 +343,6 @@ async fn patch_object(
             if convert::needed(&ctx.res, &ctx.version) {
                 return apply_converted(ctx, &req, name, existing, &patch, applier, force, part);
             }
-            let existing = existing.map(|o| &**o);
             return ssa::apply(&req, name, existing, patch.clone(), applier, force, part);
         }
         let old = existing.ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
@@ -388,14 +388,18 @@ fn apply_converted(
     ctx: &Ctx,
     req: &Req<'_>,
     name: &str,
-    existing: Option<&Arc<crate::state::Obj>>,
+    existing: Option<&Current>,
     patch: &Value,
     applier: &str,
     force: bool,
     part: Part,
 ) -> ApiResult<Next> {
     let shown = existing.map(|o| {
-        crate::state::Obj::new(o.rv, convert::to_version(&ctx.res, &ctx.version, &o.value))
+        let value = convert::to_version(&ctx.res, &ctx.version, &o.value);
+        Current {
+            obj: Arc::new(Obj::new(&ctx.res.key(), o.rv, &value)),
+            value,
+        }
     });
     let back = |v| convert::from_version(&ctx.res, &ctx.version, v);
     Ok(

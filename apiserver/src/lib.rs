@@ -13,6 +13,7 @@
 mod access;
 mod admission;
 mod api;
+mod attrs;
 mod causes;
 mod certificates;
 mod context;

@@ -117,7 +117,7 @@ pub(crate) fn list(ctx: &Ctx, ns: Option<&str>) -> ApiResult<Response<RespBody>>
     let mut selected: Vec<&Arc<Obj>> = Vec::new();
     let mut cont = None;
     for o in &objs {
-        if everything || filter.matches(&o.value) {
+        if everything || filter.matches(&o.attrs) {
             if limit > 0 && selected.len() == limit {
                 let last = selected.last().expect("limit > 0");
                 let (ns, name) = obj_key(last);
@@ -136,18 +136,13 @@ pub(crate) fn list(ctx: &Ctx, ns: Option<&str>) -> ApiResult<Response<RespBody>>
     }
     match ctx.shape {
         Shape::Table => {
-            let t = table::table(
-                &ctx.res,
-                selected.iter().map(|o| &o.value),
-                Some(at.to_string()),
-                cont,
-                true,
-            );
+            let values: Vec<_> = selected.iter().map(|o| o.value()).collect();
+            let t = table::table(&ctx.res, values.iter(), Some(at.to_string()), cont, true);
             return Ok(rq::json(200, &t));
         }
         Shape::Metadata => {
-            let l =
-                represent::partial_list(selected.iter().map(|o| &o.value), at.to_string(), cont);
+            let values: Vec<_> = selected.iter().map(|o| o.value()).collect();
+            let l = represent::partial_list(values.iter(), at.to_string(), cont);
             return Ok(rq::json(200, &l));
         }
         Shape::Object => {}
@@ -177,11 +172,7 @@ pub(crate) fn list(ctx: &Ctx, ns: Option<&str>) -> ApiResult<Response<RespBody>>
 }
 
 pub(crate) fn obj_key(o: &Obj) -> (&str, &str) {
-    let m = &o.value["metadata"];
-    (
-        m["namespace"].as_str().unwrap_or_default(),
-        m["name"].as_str().unwrap_or_default(),
-    )
+    (&o.attrs.namespace, &o.attrs.name)
 }
 
 #[cfg(test)]

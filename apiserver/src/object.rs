@@ -6,10 +6,6 @@ pub(crate) fn name(v: &Value) -> &str {
     v["metadata"]["name"].as_str().unwrap_or_default()
 }
 
-pub(crate) fn uid(v: &Value) -> &str {
-    v["metadata"]["uid"].as_str().unwrap_or_default()
-}
-
 pub(crate) fn is_deleting(v: &Value) -> bool {
     v["metadata"]["deletionTimestamp"].is_string()
 }
@@ -42,23 +38,6 @@ pub(crate) fn meta_mut(v: &mut Value) -> &mut Map<String, Value> {
     v["metadata"]
         .as_object_mut()
         .expect("metadata is an object")
-}
-
-/// `(uid, blockOwnerDeletion)` of every owner reference.
-pub(crate) fn owners(v: &Value) -> Vec<(String, bool)> {
-    v["metadata"]["ownerReferences"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|r| {
-                    Some((
-                        r["uid"].as_str()?.to_owned(),
-                        r["blockOwnerDeletion"].as_bool().unwrap_or(false),
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// A random RFC 4122 version 4 UUID.

@@ -42,7 +42,7 @@ fn served(shared: &Shared) -> Served {
         crds: st
             .list("apiextensions.k8s.io/customresourcedefinitions", None)
             .iter()
-            .map(|o| o.value.clone())
+            .map(|o| o.value())
             .collect(),
     }
 }

@@ -58,73 +58,12 @@ pub(crate) fn shape(accept: &str) -> Shape {
 pub(crate) fn object_bytes(res: &Resource, version: &str, o: &Obj) -> Bytes {
     let want = res.api_version(version);
     if !crate::convert::needed(res, version)
-        && o.value["apiVersion"].as_str().is_none_or(|a| a == want)
+        && (o.attrs.api_version.is_empty() || *o.attrs.api_version == *want)
     {
         return o.bytes.clone();
     }
-    let v = crate::convert::to_version(res, version, &o.value);
+    let v = crate::convert::to_version(res, version, &o.value());
     Bytes::from(serde_json::to_vec(&v).expect("JSON values serialize"))
-}
-
-/// The JSON `object_bytes` gives for stored object `v` with its
-/// `metadata.resourceVersion` set to `rv` (a watch's DELETED event for an
-/// object that left its selector carries the object it was, at the
-/// revision that moved it), written without copying `v`; `None` where it
-/// would be converted or has no `resourceVersion` to replace.
-pub(crate) fn object_bytes_at(res: &Resource, version: &str, v: &Value, rv: u64) -> Option<Bytes> {
-    let want = res.api_version(version);
-    if crate::convert::needed(res, version) || v["apiVersion"].as_str().is_some_and(|a| a != want) {
-        return None;
-    }
-    let top = v.as_object()?;
-    if !top
-        .get("metadata")
-        .and_then(Value::as_object)
-        .is_some_and(|m| m.contains_key("resourceVersion"))
-    {
-        return None;
-    }
-    let rv = Value::String(rv.to_string());
-    let shown = Replaced {
-        map: top,
-        at: "metadata",
-        with: &Replacement::Inner(&Replaced {
-            map: top["metadata"].as_object()?,
-            at: "resourceVersion",
-            with: &Replacement::Value(&rv),
-        }),
-    };
-    Some(Bytes::from(
-        serde_json::to_vec(&shown).expect("JSON values serialize"),
-    ))
-}
-
-/// An object serialized as `serde_json` serializes its map, one member's
-/// value replaced: the same bytes the map changed in place would give.
-struct Replaced<'a> {
-    map: &'a serde_json::Map<String, Value>,
-    at: &'a str,
-    with: &'a Replacement<'a>,
-}
-
-enum Replacement<'a> {
-    Value(&'a Value),
-    Inner(&'a Replaced<'a>),
-}
-
-impl serde::Serialize for Replaced<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut out = s.serialize_map(Some(self.map.len()))?;
-        for (k, v) in self.map {
-            match self.with {
-                _ if k != self.at => out.serialize_entry(k, v)?,
-                Replacement::Value(x) => out.serialize_entry(k, x)?,
-                Replacement::Inner(r) => out.serialize_entry(k, r)?,
-            }
-        }
-        out.end()
-    }
 }
 
 /// An object's `PartialObjectMetadata`.
@@ -149,29 +88,6 @@ pub(crate) fn partial_list<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_object_at_another_revision_is_what_changing_it_gives() {
-        let res = crate::resources::builtins()
-            .into_iter()
-            .find(|r| r.plural == "pods" && r.group.is_empty())
-            .unwrap();
-        let v = json!({"apiVersion": "v1", "kind": "Pod", "aa": {"resourceVersion": "1"},
-            "metadata": {"name": "p", "annotations": {"x": "\"resourceVersion\":\"1\""}, "resourceVersion": "1", "uid": "u"},
-            "spec": {"nodeName": "n"}, "status": {"phase": "Running"}});
-        let mut changed = v.clone();
-        changed["metadata"]["resourceVersion"] = json!("42");
-        assert_eq!(
-            object_bytes_at(&res, "v1", &v, 42).unwrap(),
-            serde_json::to_vec(&changed).unwrap()
-        );
-        let mut no_rv = v.clone();
-        no_rv["metadata"]
-            .as_object_mut()
-            .unwrap()
-            .remove("resourceVersion");
-        assert!(object_bytes_at(&res, "v1", &no_rv, 42).is_none());
-    }
 
     #[test]
     fn accept_headers_choose_the_shape() {

@@ -157,7 +157,7 @@ pub(crate) async fn token_request(
         _ => vec![satoken::ISSUER.into()],
     };
     let now = crate::time::now_secs();
-    let uid = crate::object::uid(&sa.value);
+    let uid = &sa.attrs.uid;
     let claims = satoken::claims(&ctx.ns, name, uid, &audiences, now, seconds);
     let token = ctx.shared.sa_key.sign(&claims);
     v["apiVersion"] = json!("authentication.k8s.io/v1");

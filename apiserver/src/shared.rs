@@ -71,7 +71,7 @@ impl Shared {
             .ok_or("invalid bearer token: not signed by this server")?;
         let sa = crate::satoken::check(&claims, crate::time::now_secs(), audience)?;
         match self.peek().get("/serviceaccounts", &sa.namespace, &sa.name) {
-            Some(o) if crate::object::uid(&o.value) == sa.uid => Ok(sa),
+            Some(o) if *o.attrs.uid == *sa.uid => Ok(sa),
             Some(_) => Err(format!(
                 "service account {}/{} has been deleted and recreated since the token was made",
                 sa.namespace, sa.name

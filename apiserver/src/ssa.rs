@@ -9,7 +9,7 @@ use crate::managed::{
 use crate::object::meta_mut;
 use crate::patch;
 use crate::scope::Req;
-use crate::state::Obj;
+use crate::state::Current;
 use crate::status::{ApiError, ApiResult};
 use crate::update::Next;
 use crate::write::{self, Part};
@@ -88,7 +88,7 @@ fn conflicts(
 pub(crate) fn apply(
     req: &Req<'_>,
     name: &str,
-    existing: Option<&Obj>,
+    existing: Option<&Current>,
     mut applied: Value,
     manager: &str,
     force: bool,
@@ -147,7 +147,7 @@ pub(crate) fn apply(
         );
         return Err(e);
     }
-    let mut new = old.value.clone();
+    let mut new = old.value();
     let previously: FieldSet = es
         .iter()
         .filter(|e| e.manager == manager && e.operation == "Apply")

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
-use crate::object;
+use crate::attrs::{Attrs, OwnerRef};
 use crate::resources::Registry;
 use crate::storage::{Ack, Record, Storage};
 
@@ -24,29 +24,39 @@ use crate::storage::{Ack, Record, Storage};
 /// releasing the lock: `Err` with the reason when storage failed.
 pub(crate) type AckRx = oneshot::Receiver<Result<(), String>>;
 
-/// A stored object: its revision, parsed value and serialized bytes.
+/// A stored object: its revision, serialized bytes and the attributes
+/// lists, watches and garbage collection read ([`Attrs`]). The parsed tree
+/// is not kept (it costs several times the bytes): [`Obj::value`] parses.
 #[derive(Debug)]
 pub(crate) struct Obj {
     pub(crate) rv: u64,
-    pub(crate) value: Value,
     pub(crate) bytes: Bytes,
-    /// A typed reading of `value`, made once on first use (see [`Obj::derived`]).
+    pub(crate) attrs: Attrs,
+    /// A typed reading of the object, made once on first use (see [`Obj::derived`]).
     derived: OnceLock<Box<dyn Any + Send + Sync>>,
 }
 
 impl Obj {
-    pub(crate) fn new(rv: u64, value: Value) -> Self {
-        let bytes = Bytes::from(serde_json::to_vec(&value).expect("JSON values serialize"));
-        Self::with_bytes(rv, value, bytes)
+    /// Object `value` of resource `res` (`group/plural`) at revision `rv`.
+    pub(crate) fn new(res: &str, rv: u64, value: &Value) -> Self {
+        let bytes = Bytes::from(serde_json::to_vec(value).expect("JSON values serialize"));
+        Self::with_bytes(res, rv, value, bytes)
     }
 
-    fn with_bytes(rv: u64, value: Value, bytes: Bytes) -> Self {
+    /// [`Obj::new`] when `bytes` are already `value` serialized.
+    fn with_bytes(res: &str, rv: u64, value: &Value, bytes: Bytes) -> Self {
+        let (group, plural) = res.split_once('/').unwrap_or(("", res));
         Self {
             rv,
-            value,
             bytes,
+            attrs: Attrs::of(group, plural, value),
             derived: OnceLock::new(),
         }
+    }
+
+    /// The object, parsed from its bytes (a fresh tree on every call).
+    pub(crate) fn value(&self) -> Value {
+        serde_json::from_slice(&self.bytes).expect("stored bytes are the JSON of a value")
     }
 
     /// Sets what [`Obj::derived`] returns for `T`, when the writer already
@@ -55,7 +65,7 @@ impl Obj {
         let _ = self.derived.set(Box::new(derived));
     }
 
-    /// `read(&self.value)`, computed on the first call and kept with this
+    /// `read(&self.value())`, computed on the first call and kept with this
     /// version of the object: admission reads every quota and limit range
     /// of a namespace on each write, and they change far less often. One
     /// type per kind of object: a call with another type recomputes.
@@ -66,12 +76,36 @@ impl Obj {
         let mut read = Some(read);
         let cached = self
             .derived
-            .get_or_init(|| Box::new((read.take().expect("called once"))(&self.value)));
+            .get_or_init(|| Box::new((read.take().expect("called once"))(&self.value())));
         match (cached.downcast_ref::<T>(), read) {
             (Some(t), _) => Cow::Borrowed(t),
-            (None, Some(read)) => Cow::Owned(read(&self.value)),
+            (None, Some(read)) => Cow::Owned(read(&self.value())),
             (None, None) => unreachable!("the cache was just filled with a T"),
         }
+    }
+}
+
+/// A stored object with its parsed value, for a write that reads the whole
+/// of the object it replaces (parsed once, outside the store's lock where
+/// the write allows: see `update.rs`). Reads as the [`Obj`] otherwise.
+#[derive(Debug)]
+pub(crate) struct Current {
+    pub(crate) obj: Arc<Obj>,
+    pub(crate) value: Value,
+}
+
+impl Current {
+    pub(crate) fn of(obj: Arc<Obj>) -> Self {
+        let value = obj.value();
+        Self { obj, value }
+    }
+}
+
+impl std::ops::Deref for Current {
+    type Target = Obj;
+
+    fn deref(&self) -> &Obj {
+        &self.obj
     }
 }
 
@@ -244,15 +278,13 @@ impl State {
                 .as_str()
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(0);
-            tables
-                .entry(res)
-                .or_default()
-                .insert((ns, name), Arc::new(Obj::with_bytes(rv, value, bytes)));
+            let obj = Arc::new(Obj::with_bytes(&res, rv, &value, bytes));
+            tables.entry(res).or_default().insert((ns, name), obj);
         }
         let mut registry = Registry::with_builtins();
         if let Some(crds) = tables.get("apiextensions.k8s.io/customresourcedefinitions") {
             for o in crds.values() {
-                if let Ok(r) = crate::resources::from_crd(&o.value) {
+                if let Ok(r) = crate::resources::from_crd(&o.value()) {
                     registry.insert(r);
                 }
             }
@@ -447,7 +479,7 @@ impl State {
         let (typ, obj) = match value {
             Some(mut v) => {
                 v["metadata"]["resourceVersion"] = Value::String(rv.to_string());
-                let obj = Arc::new(Obj::new(rv, v));
+                let obj = Arc::new(Obj::new(res, rv, &v));
                 self.tables
                     .entry(res.to_owned())
                     .or_default()
@@ -462,22 +494,19 @@ impl State {
                 )
             }
             None => {
-                let mut v = prev
-                    .as_ref()
-                    .map(|p| p.value.clone())
-                    .unwrap_or(Value::Null);
+                let mut v = prev.as_ref().map_or(Value::Null, |p| p.value());
                 if let Some(t) = self.tables.get_mut(res) {
                     t.remove(&key);
                 }
                 if v.is_object() {
                     v["metadata"]["resourceVersion"] = Value::String(rv.to_string());
                 }
-                (EventType::Deleted, Arc::new(Obj::new(rv, v)))
+                (EventType::Deleted, Arc::new(Obj::new(res, rv, &v)))
             }
         };
         if !self.gc_pending {
-            let new = (typ != EventType::Deleted).then_some(&obj.value);
-            self.gc_pending = self.gc_may_need_pass(ns, prev.as_ref().map(|p| &p.value), new);
+            let new = (typ != EventType::Deleted).then_some(&obj.attrs);
+            self.gc_pending = self.gc_may_need_pass(ns, prev.as_ref().map(|p| &p.attrs), new);
         }
         let line = event_line(typ.as_str(), &obj.bytes);
         let event = Arc::new(Event {
@@ -542,27 +571,16 @@ impl State {
     /// Whether a write (`old` → `new`, `None` for absent) in namespace `ns` can
     /// give garbage collection work. Called for every write, so it must stay
     /// cheap: no scan, at most one lookup per owner reference it adds.
-    fn gc_may_need_pass(&self, ns: &str, old: Option<&Value>, new: Option<&Value>) -> bool {
+    fn gc_may_need_pass(&self, ns: &str, old: Option<&Attrs>, new: Option<&Attrs>) -> bool {
         let Some(new) = new else {
             // Anything deleted may have been someone's owner.
             return old.is_some();
         };
-        if object::is_deleting(new)
-            && old.is_none_or(|o| {
-                !object::is_deleting(o)
-                    || o["metadata"]["finalizers"] != new["metadata"]["finalizers"]
-            })
-        {
+        if new.deleting && old.is_none_or(|o| !o.deleting || o.finalizers != new.finalizers) {
             return true;
         }
-        // Borrowed, not copied: this runs on every write.
-        fn refs(v: &Value) -> &[Value] {
-            v["metadata"]["ownerReferences"]
-                .as_array()
-                .map_or(&[], Vec::as_slice)
-        }
-        let before = old.map_or(&[][..], refs);
-        let after = refs(new);
+        let before = old.map_or(&[][..], |o| &o.owners);
+        let after = &new.owners[..];
         if after == before {
             return false;
         }
@@ -577,26 +595,25 @@ impl State {
 
     /// The owner a reference names exists, with that uid, and is not being
     /// deleted.
-    fn owner_standing(&self, ns: &str, reference: &Value) -> bool {
-        let (Some(api_version), Some(kind), Some(name), Some(uid)) = (
-            reference["apiVersion"].as_str(),
-            reference["kind"].as_str(),
-            reference["name"].as_str(),
-            reference["uid"].as_str(),
-        ) else {
-            return false;
-        };
+    fn owner_standing(&self, ns: &str, reference: &OwnerRef) -> bool {
+        let OwnerRef {
+            api_version,
+            kind,
+            name,
+            uid,
+            ..
+        } = reference;
         let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
         let Some(res) = self
             .registry
             .all()
-            .find(|r| r.kind == kind && r.group == group)
+            .find(|r| r.kind == **kind && r.group == group)
         else {
             return false;
         };
         let owner_ns = if res.namespaced { ns } else { "" };
         self.get(&res.key(), owner_ns, name)
-            .is_some_and(|o| object::uid(&o.value) == uid && !object::is_deleting(&o.value))
+            .is_some_and(|o| o.attrs.uid == *uid && !o.attrs.deleting)
     }
 }
 
@@ -643,7 +660,7 @@ mod tests {
         );
         let snap = st.snapshot("/configmaps", Some("a"), at, None).unwrap();
         assert_eq!(snap.len(), 1);
-        assert_eq!(snap[0].1.value["data"]["v"], "1");
+        assert_eq!(snap[0].1.value()["data"]["v"], "1");
         assert_eq!(
             st.snapshot("/configmaps", None, st.rv, None).unwrap().len(),
             2
@@ -706,7 +723,7 @@ mod tests {
 
     #[test]
     fn a_derived_reading_is_made_once_per_version() {
-        let obj = Obj::new(1, json!({"n": 2}));
+        let obj = Obj::new("/configmaps", 1, &json!({"n": 2}));
         let calls = std::cell::Cell::new(0);
         let read = |v: &Value| {
             calls.set(calls.get() + 1);
@@ -717,7 +734,7 @@ mod tests {
         assert_eq!(calls.get(), 1);
         // Another type is computed, not cached over the first.
         assert_eq!(*obj.derived(|_| "other".to_owned()), "other");
-        let primed = Obj::new(2, json!({"n": 3}));
+        let primed = Obj::new("/configmaps", 2, &json!({"n": 3}));
         primed.prime(30i64);
         assert_eq!(*primed.derived(read), 30);
         assert_eq!(calls.get(), 1);
@@ -733,7 +750,7 @@ mod tests {
             Some(json!({"metadata": {"name": "x"}})),
         );
         let (obj, _) = st.write("/configmaps", "a", "x", None);
-        assert_eq!(obj.value["metadata"]["resourceVersion"], "102");
+        assert_eq!(obj.value()["metadata"]["resourceVersion"], "102");
         assert!(st.get("/configmaps", "a", "x").is_none());
         let (past, _) = st.subscribe(101).unwrap();
         assert_eq!(past[0].typ, EventType::Deleted);

@@ -4,10 +4,10 @@ use hyper::{Method, Response};
 use serde_json::{Value, json};
 
 use crate::context::Ctx;
-use crate::object;
 use crate::patch::{self, PatchKind};
 use crate::request::{self as rq, RespBody};
 use crate::resources::Resource;
+use crate::state::Current;
 use crate::status::{ApiError, ApiResult, Target};
 use crate::write;
 
@@ -77,6 +77,7 @@ pub(crate) async fn scale(
         let mut st = ctx.shared.lock();
         let old = st
             .get(&ctx.res.key(), &ctx.ns, name)
+            .map(Current::of)
             .ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
         let current = scale_of(&ctx.res, &ctx.version, &old.value);
         // A Scale is a few fields: patching it under the lock is cheap.
@@ -130,7 +131,7 @@ pub(crate) async fn scale(
         );
         write::commit_update(&mut st, &ctx.req(), &old, new)?
     };
-    let out = scale_of(&ctx.res, &ctx.version, &w.obj.value);
+    let out = scale_of(&ctx.res, &ctx.version, &w.obj.value());
     let resp = ctx.finish(w, 200).await?;
     drop(resp);
     Ok(rq::json(200, &out))
@@ -195,6 +196,7 @@ pub(crate) async fn binding(
         let mut st = ctx.shared.lock();
         let old = st
             .get(&ctx.res.key(), &ctx.ns, name)
+            .map(Current::of)
             .ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
         if let Some(cur) = old.value["spec"]["nodeName"]
             .as_str()
@@ -205,7 +207,7 @@ pub(crate) async fn binding(
                 &format!("pod {name} is already assigned to node {cur:?}"),
             ));
         }
-        if object::is_deleting(&old.value) {
+        if old.attrs.deleting {
             return Err(ApiError::conflict(
                 ctx.target(name),
                 &format!("pod {name} is being deleted, cannot be assigned to a host"),

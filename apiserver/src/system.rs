@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::object;
 use crate::resources::Resource;
 use crate::scope::Req;
-use crate::state::{FollowUp, State};
+use crate::state::{Current, FollowUp, State};
 use crate::write;
 
 /// The cluster IP a cluster gives the `kubernetes` Service (the first of
@@ -27,9 +27,8 @@ pub(crate) fn ensure(st: &mut State, addr: SocketAddr) {
         upsert(st, "/namespaces", "", obj, false);
     }
     for ns in st.list("/namespaces", None) {
-        let name = object::name(&ns.value).to_owned();
-        if !object::is_deleting(&ns.value) {
-            ensure_default_service_account(st, &name);
+        if !ns.attrs.deleting {
+            ensure_default_service_account(st, &ns.attrs.name);
         }
     }
     for obj in kubernetes_service(addr) {
@@ -136,19 +135,20 @@ pub(crate) fn sync_crd_api_services(st: &mut State) {
         return;
     };
     for o in st.list(API_SERVICES, None) {
-        let spec = &o.value["spec"];
+        let o = o.value();
+        let spec = &o["spec"];
         let key = (
             spec["group"].as_str().unwrap_or_default().to_owned(),
             spec["version"].as_str().unwrap_or_default().to_owned(),
         );
-        if o.value["metadata"]["labels"][AUTOMANAGED] == "true" && !wanted.contains(&key) {
+        if o["metadata"]["labels"][AUTOMANAGED] == "true" && !wanted.contains(&key) {
             let req = Req {
                 res: &res,
                 version: &res.versions[0],
                 ns: "",
                 dry_run: false,
             };
-            let name = object::name(&o.value).to_owned();
+            let name = object::name(&o).to_owned();
             if let Err(e) = write::delete(st, &req, &name, &Default::default()) {
                 tracing::error!(name, error = %e.message, "cannot delete a CRD's APIService");
             }
@@ -196,14 +196,15 @@ fn upsert(st: &mut State, key: &str, ns: &str, obj: Value, update: bool) {
         ns,
         dry_run: false,
     };
-    let result = match st.get(key, ns, &name) {
+    let result = match st.get(key, ns, &name).map(Current::of) {
         None => write::create(st, &req, obj.clone(), None).and_then(|w| {
             // `create` leaves out a status the client sends; these have one.
             match obj.get("status") {
                 Some(status) => {
-                    let mut with = w.obj.value.clone();
+                    let old = Current::of(w.obj);
+                    let mut with = old.value.clone();
                     with["status"] = status.clone();
-                    write::commit_update(st, &req, &w.obj, with).map(|_| ())
+                    write::commit_update(st, &req, &old, with).map(|_| ())
                 }
                 None => Ok(()),
             }

@@ -5,12 +5,10 @@
 //! object is still the one the successor was computed from and commit. If
 //! another write got in between, compute again from the new object.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
 use crate::context::Ctx;
-use crate::state::Obj;
+use crate::state::Current;
 use crate::status::{ApiError, ApiResult};
 use crate::write::{self, Written};
 
@@ -28,17 +26,18 @@ pub(crate) enum Next {
 const MAX_ATTEMPTS: usize = 100;
 
 /// Computes the successor of object `name` with `compute` (called with the
-/// stored object, or `None`, outside the lock) and commits it if the object
+/// stored object, parsed, or `None`, outside the lock) and commits it if the object
 /// has not changed meanwhile; recomputes otherwise. Returns the write and
 /// the status code (201 for a create).
 pub(crate) fn guaranteed<F>(ctx: &Ctx, name: &str, mut compute: F) -> ApiResult<(Written, u16)>
 where
-    F: FnMut(Option<&Arc<Obj>>) -> ApiResult<Next>,
+    F: FnMut(Option<&Current>) -> ApiResult<Next>,
 {
     let key = ctx.res.key();
     let req = ctx.req();
     for _ in 0..MAX_ATTEMPTS {
-        let base = ctx.shared.lock().get(&key, &ctx.ns, name);
+        // Parsed here, outside the lock.
+        let base = ctx.shared.lock().get(&key, &ctx.ns, name).map(Current::of);
         let next = compute(base.as_ref())?;
         let mut st = ctx.shared.lock();
         let now = st.get(&key, &ctx.ns, name);

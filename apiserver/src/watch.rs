@@ -53,9 +53,9 @@ impl Watcher {
             Shape::Table => {
                 let with = !self.table_columns_sent;
                 self.table_columns_sent = true;
-                table::table(&self.res, std::iter::once(&obj.value), None, None, with)
+                table::table(&self.res, std::iter::once(&obj.value()), None, None, with)
             }
-            Shape::Metadata => represent::partial(&obj.value),
+            Shape::Metadata => represent::partial(&obj.value()),
             Shape::Object => {
                 let bytes = represent::object_bytes(&self.res, &self.version, obj);
                 return match shared {
@@ -77,11 +77,11 @@ impl Watcher {
         if ev.res != self.res.key() {
             return None;
         }
-        let now = self.filter.matches(&ev.obj.value);
+        let now = self.filter.matches(&ev.obj.attrs);
         let before = ev
             .prev
             .as_ref()
-            .is_some_and(|p| self.filter.matches(&p.value));
+            .is_some_and(|p| self.filter.matches(&p.attrs));
         match (ev.typ, before, now) {
             (EventType::Added, _, true)
             | (EventType::Deleted, _, true)
@@ -90,16 +90,10 @@ impl Watcher {
             }
             (EventType::Modified, false, true) => Some(self.line("ADDED", &ev.obj, None)),
             (EventType::Modified, true, false) => {
-                let prev = &ev.prev.as_ref()?.value;
-                if self.shape == Shape::Object
-                    && let Some(bytes) =
-                        represent::object_bytes_at(&self.res, &self.version, prev, ev.rv)
-                {
-                    return Some(event_line("DELETED", &bytes));
-                }
-                let mut v = prev.clone();
+                // The object it was, at the revision that moved it.
+                let mut v = ev.prev.as_ref()?.value();
                 v["metadata"]["resourceVersion"] = json!(ev.rv.to_string());
-                Some(self.line("DELETED", &Obj::new(ev.rv, v), None))
+                Some(self.line("DELETED", &Obj::new(&ev.res, ev.rv, &v), None))
             }
             _ => None,
         }
@@ -201,7 +195,7 @@ pub(crate) fn serve(
             }
         };
         for o in &initial {
-            if w.filter.matches(&o.value) {
+            if w.filter.matches(&o.attrs) {
                 let line = w.line("ADDED", o, None);
                 if !w.send(line).await {
                     return;
@@ -298,13 +292,15 @@ mod tests {
 
     fn ev(typ: EventType, rv: u64, labels: Value, prev_labels: Option<Value>) -> Event {
         let obj = Arc::new(Obj::new(
+            "/configmaps",
             rv,
-            json!({"metadata": {"name": "c", "namespace": "d", "labels": labels, "resourceVersion": rv.to_string()}}),
+            &json!({"metadata": {"name": "c", "namespace": "d", "labels": labels, "resourceVersion": rv.to_string()}}),
         ));
         let prev = prev_labels.map(|l| {
             Arc::new(Obj::new(
+                "/configmaps",
                 rv - 1,
-                json!({"metadata": {"name": "c", "namespace": "d", "labels": l}}),
+                &json!({"metadata": {"name": "c", "namespace": "d", "labels": l}}),
             ))
         });
         Event {

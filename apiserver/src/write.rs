@@ -12,7 +12,7 @@ use crate::admission::{self, Review};
 use crate::object::{self, meta_mut};
 use crate::resources;
 use crate::scope::Req;
-use crate::state::{AckRx, FollowUp, Obj, State};
+use crate::state::{AckRx, Current, FollowUp, Obj, State};
 use crate::status::{ApiError, ApiResult, Target};
 use crate::time::now_rfc3339;
 use crate::validate;
@@ -203,7 +203,7 @@ fn check_namespace(st: &State, req: &Req<'_>, name: &str) -> ApiResult<()> {
             resource: "namespaces",
             name: req.ns,
         })),
-        Some(ns) if object::is_deleting(&ns.value) => Err(ApiError::forbidden(
+        Some(ns) if ns.attrs.deleting => Err(ApiError::forbidden(
             req.target(name),
             &format!(
                 "unable to create new content in namespace {} because it is being terminated",
@@ -351,7 +351,7 @@ pub(crate) fn create(
     prepare_create(req, &review, &mut obj);
     if req.dry_run {
         return Ok(Written {
-            obj: Arc::new(Obj::new(st.rv, obj)),
+            obj: Arc::new(Obj::new(&req.res.key(), st.rv, &obj)),
             ack: None,
             gone: false,
         });
@@ -385,7 +385,7 @@ pub(crate) enum Part {
 /// precondition; computed without the store's lock (see `update.rs`).
 pub(crate) fn replacement(
     req: &Req<'_>,
-    old: &Obj,
+    old: &Current,
     name: &str,
     mut body: Value,
     part: Part,
@@ -510,14 +510,14 @@ pub(crate) fn merge_parts(req: &Req<'_>, old: &Value, body: Value, part: Part) -
 pub(crate) fn commit_update(
     st: &mut State,
     req: &Req<'_>,
-    old: &Arc<Obj>,
+    old: &Current,
     mut new: Value,
 ) -> ApiResult<Written> {
     let name = object::name(&old.value).to_owned();
     crate::defaults::apply(&req.res.group, &req.res.plural, &mut new);
     let review = admission::mutate(st, req, Some(&old.value), &mut new, None)?;
     validate_all(req, &review, &new, &name, Some(&old.value))?;
-    if object::is_deleting(&old.value) {
+    if old.attrs.deleting {
         let before = object::finalizers(&old.value);
         let mut added: Vec<String> = object::finalizers(&new)
             .into_iter()
@@ -556,7 +556,7 @@ pub(crate) fn commit_update(
     );
     if new == old.value {
         return Ok(Written {
-            obj: old.clone(),
+            obj: old.obj.clone(),
             ack: None,
             gone: false,
         });
@@ -566,7 +566,7 @@ pub(crate) fn commit_update(
     let gone = deleting && object::finalizers(&new).is_empty() && deletion_grace(&new) == 0;
     if req.dry_run {
         return Ok(Written {
-            obj: Arc::new(Obj::new(old.rv, new)),
+            obj: Arc::new(Obj::new(&req.res.key(), old.rv, &new)),
             ack: None,
             gone,
         });
@@ -588,15 +588,11 @@ pub(crate) fn commit_update(
 /// Deletes a CRD with all its custom resources.
 fn remove_crd(st: &mut State, req: &Req<'_>, name: &str) -> Written {
     if let Some(crd) = st.get(&req.res.key(), req.ns, name)
-        && let Ok(r) = resources::from_crd(&crd.value)
+        && let Ok(r) = resources::from_crd(&crd.value())
     {
         let key = r.key();
         for o in st.list(&key, None) {
-            let ns = o.value["metadata"]["namespace"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            st.write(&key, &ns, object::name(&o.value), None);
+            st.write(&key, &o.attrs.namespace, &o.attrs.name, None);
         }
         st.registry.remove(&key);
         st.follow_up(FollowUp::ServedApisChanged);
@@ -620,13 +616,13 @@ pub(crate) fn delete(
         .get(&req.res.key(), req.ns, name)
         .ok_or_else(|| ApiError::not_found(req.target(name)))?;
     if let Some(uid) = &opts.uid
-        && uid != object::uid(&old.value)
+        && **uid != *old.attrs.uid
     {
         return Err(ApiError::conflict(
             req.target(name),
             &format!(
                 "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                object::uid(&old.value)
+                old.attrs.uid
             ),
         ));
     }
@@ -648,12 +644,13 @@ pub(crate) fn delete(
             "this namespace may not be deleted",
         ));
     }
-    let mut new = old.value.clone();
-    let grace = grace_period(req, &old.value, opts);
+    let mut new = old.value();
+    // `new` is still the stored object here.
+    let grace = grace_period(req, &new, opts);
     // A deleting pod's grace period can only shrink; once it is 0 (the
     // kubelet's final delete) the pod goes as soon as no finalizer holds it.
-    let graceful = if object::is_deleting(&old.value) {
-        let current = deletion_grace(&old.value);
+    let graceful = if old.attrs.deleting {
+        let current = deletion_grace(&new);
         if grace < current {
             mark_deleting(&mut new, grace);
         }
@@ -694,7 +691,7 @@ pub(crate) fn delete(
     if !object::is_deleting(&new) {
         mark_deleting(&mut new, grace);
     }
-    if new == old.value {
+    if new == old.value() {
         return Ok(Written {
             obj: old,
             ack: None,
@@ -703,7 +700,7 @@ pub(crate) fn delete(
     }
     if req.dry_run {
         return Ok(Written {
-            obj: Arc::new(Obj::new(old.rv, new)),
+            obj: Arc::new(Obj::new(&req.res.key(), old.rv, &new)),
             ack: None,
             gone: false,
         });

@@ -316,7 +316,7 @@ impl Charges {
 
 /// The quota `base` with the `status.used` of `parsed`.
 fn charged_value(base: &Obj, parsed: &Quota) -> Value {
-    let mut v = base.value.clone();
+    let mut v = base.value();
     v["status"]["used"] = list_to_json(&parsed.used);
     v
 }
@@ -327,18 +327,16 @@ fn charged_value(base: &Obj, parsed: &Quota) -> Value {
 /// object may not be (see [`Charges`]).
 pub(crate) fn recount_quotas(st: &mut State) {
     for quota in st.list(QUOTAS, None) {
-        let ns = quota.value["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let mut v = quota.value.clone();
+        let ns = quota.attrs.namespace.to_string();
+        let before = quota.value();
+        let mut v = before.clone();
         resource_quota::set_status(&mut v, |group, resource, visit| {
             for o in st.list(&format!("{group}/{resource}"), Some(&ns)) {
-                visit(&o.value);
+                visit(&o.value());
             }
             true
         });
-        if v["status"] != quota.value["status"] {
+        if v["status"] != before["status"] {
             tracing::info!(namespace = %ns, quota = %crate::object::name(&v), "quota usage recounted at start");
             let name = crate::object::name(&v).to_owned();
             let _ = st.write(QUOTAS, &ns, &name, Some(v));
@@ -492,7 +490,7 @@ fn set_quota_status(st: &State, req: &Req<'_>, obj: &mut Value) {
     resource_quota::set_status(obj, |group, resource, visit| {
         let key = format!("{group}/{resource}");
         for o in st.list(&key, Some(req.ns)) {
-            visit(&o.value);
+            visit(&o.value());
         }
         // A new quota counts itself among the namespace's quotas.
         if creating && key == QUOTAS {
@@ -555,7 +553,7 @@ mod tests {
         recount_quotas(&mut st);
         let q = st.get(QUOTAS, "a", "q").unwrap();
         assert_eq!(
-            q.value["status"]["used"],
+            q.value()["status"]["used"],
             json!({"pods": "2", "requests.cpu": "2"})
         );
         let rv = st.rv;
@@ -625,14 +623,14 @@ mod tests {
         let rv = st.rv;
         assert!(Charges::pending(&st));
         let q = st.get(QUOTAS, "a", "q").unwrap();
-        assert_eq!(q.value["status"]["used"]["pods"], "0", "not written yet");
+        assert_eq!(q.value()["status"]["used"]["pods"], "0", "not written yet");
         let p3 = pod("p3", "1");
         let err = validate(&st, &req, &review(&p3), None, &p3, "p3").unwrap_err();
         assert!(format!("{err:?}").contains("used: pods=2"), "{err:?}");
         Charges::flush(&mut st);
         assert_eq!(st.rv, rv + 1, "one write for both charges");
         let q = st.get(QUOTAS, "a", "q").unwrap();
-        assert_eq!(q.value["status"]["used"]["pods"], "2");
+        assert_eq!(q.value()["status"]["used"]["pods"], "2");
         assert!(!Charges::pending(&st));
     }
 }
