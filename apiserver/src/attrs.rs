@@ -53,9 +53,11 @@ pub(crate) struct Attrs {
     /// String-valued labels, sorted by key.
     labels: Box<[(Box<str>, Box<str>)]>,
     /// The values of the resource's own selectable fields
-    /// ([`fields::own_fields_of`]), in that list's order; empty for
-    /// `metadata.name` and `metadata.namespace`, which are read above.
-    fields: Box<[Box<str>]>,
+    /// ([`fields::own_fields_of`]), in that list's order, one after the
+    /// other (one allocation, not one per field), and where each ends;
+    /// empty for `metadata.name` and `metadata.namespace`, read above.
+    fields: Box<str>,
+    field_ends: Box<[u32]>,
 }
 
 impl Attrs {
@@ -69,14 +71,14 @@ impl Attrs {
                 .filter_map(|(k, v)| Some((Box::from(k.as_str()), Box::from(v.as_str()?))))
                 .collect()
         });
-        let fields = fields::own_fields_of(group, plural).map_or_else(Box::default, |own| {
-            own.iter()
-                .map(|f| match *f {
-                    "metadata.name" | "metadata.namespace" => Box::default(),
-                    f => fields::value(group, plural, v, f).into_boxed_str(),
-                })
-                .collect()
-        });
+        let mut fields = String::new();
+        let mut field_ends = Vec::new();
+        for f in fields::own_fields_of(group, plural).unwrap_or_default() {
+            if !matches!(*f, "metadata.name" | "metadata.namespace") {
+                fields.push_str(&fields::value(group, plural, v, f));
+            }
+            field_ends.push(u32::try_from(fields.len()).unwrap_or(u32::MAX));
+        }
         Self {
             api_version: s(&v["apiVersion"]),
             namespace: s(&meta["namespace"]),
@@ -94,7 +96,8 @@ impl Attrs {
                 .as_array()
                 .map_or_else(Box::default, |a| a.iter().map(OwnerRef::of).collect()),
             labels,
-            fields,
+            fields: fields.into_boxed_str(),
+            field_ends: field_ends.into_boxed_slice(),
         }
     }
 
@@ -115,8 +118,12 @@ impl Attrs {
             "metadata.namespace" => &self.namespace,
             _ => fields::own_fields_of(group, plural)
                 .and_then(|own| own.iter().position(|f| *f == field))
-                .and_then(|i| self.fields.get(i))
-                .map_or("", |v| v),
+                .and_then(|i| {
+                    let start = i.checked_sub(1).map_or(0, |j| self.field_ends[j]);
+                    self.fields
+                        .get(start as usize..*self.field_ends.get(i)? as usize)
+                })
+                .unwrap_or(""),
         }
     }
 
