@@ -179,9 +179,9 @@ pub(crate) struct Scale {
 }
 
 /// The embedded server's resident memory per stored pod of [`pod_body`],
-/// measured (about 25 KB: each object is kept parsed, as bytes and in the
-/// watch history), with a margin.
-const SERVER_BYTES_PER_POD: u64 = 28_000;
+/// measured (about 4.8 KB: each object is kept as its bytes and the
+/// attributes selectors read, and in the watch history), with a margin.
+const SERVER_BYTES_PER_POD: u64 = 6_000;
 
 /// Bytes the kernel says can be had without swapping (Linux).
 fn mem_available() -> Option<u64> {
@@ -219,6 +219,9 @@ pub(crate) fn scale(servers: &Runtime, asked: u64) -> Scale {
     let server_per_pod = before
         .zip(rss())
         .map(|(b, a)| a.saturating_sub(b) as f64 / pods as f64);
+    if let Some(b) = server_per_pod {
+        eprintln!("scale: the embedded server grew by {b:.0} B a pod");
+    }
     eprintln!("scale: windlass informer (child process)");
     let windlass = run_child("windlass", &server.kubeconfig());
     assert_eq!(windlass.objects, pods, "windlass cached every pod");
