@@ -447,21 +447,24 @@ impl State {
         name: &str,
         value: Option<Value>,
     ) -> (Arc<Obj>, oneshot::Receiver<Result<(), String>>) {
-        self.write_record(res, ns, name, value, false)
+        let (obj, ack, _) = self.write_record(res, ns, name, value, false);
+        (obj, ack)
     }
 
     /// [`State::write`] of a revision whose row a newer revision of the
     /// same object may replace, when both are committed in the same
     /// transaction (a quota's `status.used` charged by concurrent creates):
-    /// watchers and readers still see every revision.
+    /// watchers and readers still see every revision. Gives back the value
+    /// stored, with its `resourceVersion` (for the next charge to start from).
     pub(crate) fn write_supersedable(
         &mut self,
         res: &str,
         ns: &str,
         name: &str,
         value: Value,
-    ) -> (Arc<Obj>, oneshot::Receiver<Result<(), String>>) {
-        self.write_record(res, ns, name, Some(value), true)
+    ) -> (Arc<Obj>, oneshot::Receiver<Result<(), String>>, Value) {
+        let (obj, ack, value) = self.write_record(res, ns, name, Some(value), true);
+        (obj, ack, value.expect("a value was stored"))
     }
 
     fn write_record(
@@ -471,12 +474,16 @@ impl State {
         name: &str,
         value: Option<Value>,
         supersedable: bool,
-    ) -> (Arc<Obj>, oneshot::Receiver<Result<(), String>>) {
+    ) -> (
+        Arc<Obj>,
+        oneshot::Receiver<Result<(), String>>,
+        Option<Value>,
+    ) {
         let key = (ns.to_owned(), name.to_owned());
         let prev = self.tables.get(res).and_then(|t| t.get(&key)).cloned();
         self.rv += 1;
         let rv = self.rv;
-        let (typ, obj) = match value {
+        let (typ, obj, stored) = match value {
             Some(mut v) => {
                 v["metadata"]["resourceVersion"] = Value::String(rv.to_string());
                 let obj = Arc::new(Obj::new(res, rv, &v));
@@ -484,14 +491,12 @@ impl State {
                     .entry(res.to_owned())
                     .or_default()
                     .insert(key, obj.clone());
-                (
-                    if prev.is_some() {
-                        EventType::Modified
-                    } else {
-                        EventType::Added
-                    },
-                    obj,
-                )
+                let typ = if prev.is_some() {
+                    EventType::Modified
+                } else {
+                    EventType::Added
+                };
+                (typ, obj, Some(v))
             }
             None => {
                 let mut v = prev.as_ref().map_or(Value::Null, |p| p.value());
@@ -501,7 +506,7 @@ impl State {
                 if v.is_object() {
                     v["metadata"]["resourceVersion"] = Value::String(rv.to_string());
                 }
-                (EventType::Deleted, Arc::new(Obj::new(res, rv, &v)))
+                (EventType::Deleted, Arc::new(Obj::new(res, rv, &v)), None)
             }
         };
         if !self.gc_pending {
@@ -541,7 +546,7 @@ impl State {
             Some(group) => group.push((record, Some(tx))),
             None => self.storage.append_group(vec![(record, Some(tx))]),
         }
-        (obj, rx)
+        (obj, rx, stored)
     }
 
     /// Carries out what a stored write set off (nothing when no follow-up

@@ -304,21 +304,24 @@ impl Charges {
             for (name, parsed) in quotas {
                 // The quota cannot have changed meanwhile: whatever else
                 // could change it flushed first.
-                if let Some(base) = st.get(QUOTAS, &ns, &name) {
-                    let (stored, _ack) =
-                        st.write_supersedable(QUOTAS, &ns, &name, charged_value(&base, &parsed));
-                    stored.prime(parsed);
+                if st.get(QUOTAS, &ns, &name).is_some() {
+                    charge_quota(st, &ns, parsed);
                 }
             }
         }
     }
 }
 
-/// The quota `base` with the `status.used` of `parsed`.
-fn charged_value(base: &Obj, parsed: &Quota) -> Value {
-    let mut v = base.value();
-    v["status"]["used"] = list_to_json(&parsed.used);
-    v
+/// Writes the quota `charged` reads with its `status.used` (not awaited
+/// on its own: it commits with whatever is written with it), and keeps
+/// the reading with the stored version.
+fn charge_quota(st: &mut State, ns: &str, mut charged: Quota) {
+    let mut v = Value::clone(&charged.stored);
+    v["status"]["used"] = list_to_json(&charged.used);
+    let name = charged.name.clone();
+    let (stored, _ack, v) = st.write_supersedable(QUOTAS, ns, &name, v);
+    charged.stored = Arc::new(v);
+    stored.prime(charged);
 }
 
 /// Recounts every quota's `status.used` from the objects stored, as the
@@ -468,10 +471,7 @@ impl Admitted {
                 // the object's acknowledgement covers both.
                 let mut parsed = base.derived(Quota::of).into_owned();
                 charge.apply(i, &mut parsed);
-                let name = parsed.name.clone();
-                let quota = charged_value(base, &parsed);
-                let (stored, _ack) = st.write_supersedable(QUOTAS, req.ns, &name, quota);
-                stored.prime(parsed);
+                charge_quota(st, req.ns, parsed);
             }
             if self.quota_status
                 && let Some(obj) = &mut obj

@@ -257,6 +257,10 @@ pub(super) struct Quota {
     /// admission and the quota controller write does): then the n-th name
     /// of one is the n-th of the other, and a charge needs no look-up.
     same_names: bool,
+    /// The quota as stored, which a charge writes with another
+    /// `status.used`: kept with the reading so that a charge copies it
+    /// rather than parse the stored object again.
+    pub(super) stored: Arc<Value>,
 }
 
 impl Quota {
@@ -282,6 +286,7 @@ impl Quota {
             scopes: scope_requirements(v).into(),
             pod_names,
             pod_constrained,
+            stored: Arc::new(v.clone()),
         }
     }
 }
