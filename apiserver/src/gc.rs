@@ -368,32 +368,35 @@ fn apply(st: &mut State, a: &Action) -> bool {
         )
         .map(|_| ()),
         Action::RemoveOwners { uids, .. } => {
-            let mut new = old.value();
+            let old = Current::of(old);
+            let mut new = old.value.clone();
             if let Some(refs) = new["metadata"]["ownerReferences"].as_array_mut() {
                 refs.retain(|r| !uids.iter().any(|u| r["uid"].as_str() == Some(u)));
                 if refs.is_empty() {
                     object::meta_mut(&mut new).remove("ownerReferences");
                 }
             }
-            write::commit_update(st, &req, &Current::of(old), new).map(|_| ())
+            write::commit_update(st, &req, &old, new).map(|_| ())
         }
         Action::RemoveFinalizer { finalizer, .. } => {
-            let mut new = old.value();
+            let old = Current::of(old);
+            let mut new = old.value.clone();
             let f = object::finalizers(&new)
                 .into_iter()
                 .filter(|x| x != finalizer)
                 .collect();
             object::set_finalizers(&mut new, f);
-            write::commit_update(st, &req, &Current::of(old), new).map(|_| ())
+            write::commit_update(st, &req, &old, new).map(|_| ())
         }
         Action::UnblockOwners { .. } => {
-            let mut new = old.value();
+            let old = Current::of(old);
+            let mut new = old.value.clone();
             if let Some(refs) = new["metadata"]["ownerReferences"].as_array_mut() {
                 for r in refs.iter_mut().filter(|r| r["blockOwnerDeletion"] == true) {
                     r["blockOwnerDeletion"] = serde_json::json!(false);
                 }
             }
-            write::commit_update(st, &req, &Current::of(old), new).map(|_| ())
+            write::commit_update(st, &req, &old, new).map(|_| ())
         }
         Action::FinishNamespace { .. } => {
             st.write(NAMESPACES, "", name, None);
