@@ -69,7 +69,7 @@ impl Filter {
         self.labels.matches(|k| a.label(k))
             && self
                 .fields
-                .matches(|f| Some(a.field(&self.group, &self.plural, f).to_owned()))
+                .matches(|f| Some(a.field(&self.group, &self.plural, f)))
     }
 }
 

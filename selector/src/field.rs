@@ -67,7 +67,7 @@ impl FieldSelector {
 
     /// True when every clause holds. `get` returns a field's value, or None
     /// when the object has no such field (which compares as "").
-    pub fn matches(&self, get: impl Fn(&str) -> Option<String>) -> bool {
+    pub fn matches<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.requirements.iter().all(|r| {
             let have = get(&r.field).unwrap_or_default();
             (have == r.value) != r.negated
@@ -217,13 +217,8 @@ fn escape(s: &str) -> String {
 mod tests {
     use super::*;
 
-    fn fields<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| {
-            pairs
-                .iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        }
+    fn fields<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<&'a str> + 'a {
+        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| *v)
     }
 
     #[test]
