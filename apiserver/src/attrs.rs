@@ -77,41 +77,10 @@ impl Attrs {
             fields.push_str(value);
             field_ends.push(u32::try_from(fields.len()).unwrap_or(u32::MAX));
         };
-        if (group, plural) == ("", "pods") {
-            // Pods are most of a store and written several times each: their
-            // fields read directly, in `own_fields_of`'s order, rather than
-            // found by name (`fields::value`, which gives the same).
-            let (spec, status) = (&v["spec"], &v["status"]);
-            fn text(v: &Value) -> &str {
-                v.as_str().unwrap_or_default()
-            }
-            let node = text(&spec["nodeName"]);
-            for value in [
-                "",
-                "",
-                node,
-                text(&spec["restartPolicy"]),
-                text(&spec["schedulerName"]),
-                text(&spec["serviceAccountName"]),
-                if spec["hostNetwork"].as_bool() == Some(true) {
-                    "true"
-                } else {
-                    "false"
-                },
-                text(&status["phase"]),
-                text(&status["podIPs"][0]["ip"]),
-                "",
-                text(&status["nominatedNodeName"]),
-                node,
-            ] {
-                push(value);
-            }
-        } else {
-            for f in fields::own_fields_of(group, plural).unwrap_or_default() {
-                match *f {
-                    "metadata.name" | "metadata.namespace" => push(""),
-                    f => push(&fields::value(group, plural, v, f)),
-                }
+        for f in fields::own_fields_of(group, plural).unwrap_or_default() {
+            match *f {
+                "metadata.name" | "metadata.namespace" => push(""),
+                f => push(&fields::value(group, plural, v, f)),
             }
         }
         Self {

@@ -3,6 +3,8 @@
 //! with their error messages) and the value each field has (the registries'
 //! `GetAttrs`: a missing boolean is `false`, a missing count `0`).
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::resources::Resource;
@@ -78,21 +80,25 @@ pub(crate) fn check(res: &Resource, field: &str) -> Result<(), String> {
     }
 }
 
-fn string(v: &Value) -> String {
-    v.as_str().unwrap_or_default().to_owned()
+fn string(v: &Value) -> Cow<'_, str> {
+    Cow::Borrowed(v.as_str().unwrap_or_default())
 }
 
-fn boolean(v: &Value) -> String {
-    v.as_bool().unwrap_or(false).to_string()
+fn boolean(v: &Value) -> Cow<'static, str> {
+    Cow::Borrowed(if v.as_bool() == Some(true) {
+        "true"
+    } else {
+        "false"
+    })
 }
 
-fn count(v: &Value) -> String {
-    v.as_i64().unwrap_or(0).to_string()
+fn count(v: &Value) -> Cow<'static, str> {
+    Cow::Owned(v.as_i64().unwrap_or(0).to_string())
 }
 
 /// The value of `field` in `obj`, of resource `group`/`plural`, as the
-/// selector compares it.
-pub(crate) fn value(group: &str, plural: &str, obj: &Value, field: &str) -> String {
+/// selector compares it (borrowed from `obj` where it is a string there).
+pub(crate) fn value<'a>(group: &str, plural: &str, obj: &'a Value, field: &str) -> Cow<'a, str> {
     let meta = &obj["metadata"];
     match (group, plural, field) {
         (_, _, "metadata.name") => string(&meta["name"]),
@@ -103,16 +109,16 @@ pub(crate) fn value(group: &str, plural: &str, obj: &Value, field: &str) -> Stri
         ("", "pods", "status.podIP") => string(&obj["status"]["podIPs"][0]["ip"]),
         // Accepted by kube's conversion but not among the pod's fields:
         // empty for every pod.
-        ("", "pods", "status.podIPs") => String::new(),
+        ("", "pods", "status.podIPs") => Cow::Borrowed(""),
         ("", "nodes", "spec.unschedulable") => boolean(&obj["spec"]["unschedulable"]),
         ("", "replicationcontrollers", "status.replicas")
         | ("apps", "replicasets", "status.replicas") => count(&obj["status"]["replicas"]),
         ("batch", "jobs", "status.successful") => count(&obj["status"]["succeeded"]),
         // StatefulSets have no such field: kube selects on an empty value.
-        ("apps", "statefulsets", "status.successful") => String::new(),
+        ("apps", "statefulsets", "status.successful") => Cow::Borrowed(""),
         // The reporting component when the deprecated source is empty.
         ("", "events", "source") => match obj["source"]["component"].as_str() {
-            Some(c) if !c.is_empty() => c.to_owned(),
+            Some(c) if !c.is_empty() => Cow::Borrowed(c),
             _ => string(&obj["reportingComponent"]),
         },
         _ => path(obj, field),
@@ -120,18 +126,18 @@ pub(crate) fn value(group: &str, plural: &str, obj: &Value, field: &str) -> Stri
 }
 
 /// A dotted path's string value (empty when missing).
-fn path(v: &Value, field: &str) -> String {
+fn path<'a>(v: &'a Value, field: &str) -> Cow<'a, str> {
     let mut cur = v;
     for p in field.split('.') {
         match cur.get(p) {
             Some(n) => cur = n,
-            None => return String::new(),
+            None => return Cow::Borrowed(""),
         }
     }
     match cur {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
+        Value::String(s) => Cow::Borrowed(s),
+        Value::Null => Cow::Borrowed(""),
+        other => Cow::Owned(other.to_string()),
     }
 }
 
@@ -182,7 +188,8 @@ mod tests {
 
     #[test]
     fn values_default_as_in_go() {
-        let node = |spec| value("", "nodes", &json!({ "spec": spec }), "spec.unschedulable");
+        let node =
+            |spec| value("", "nodes", &json!({ "spec": spec }), "spec.unschedulable").into_owned();
         assert_eq!(node(json!({})), "false");
         assert_eq!(node(json!({"unschedulable": true})), "true");
         let pod = json!({"spec": {"nodeName": "n1"}, "status": {"podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.1"}]}});
