@@ -331,15 +331,15 @@ fn charge_quota(st: &mut State, ns: &str, mut charged: Quota) {
 pub(crate) fn recount_quotas(st: &mut State) {
     for quota in st.list(QUOTAS, None) {
         let ns = quota.attrs.namespace.to_string();
-        let before = quota.value();
-        let mut v = before.clone();
+        let mut v = quota.value();
+        let before = v["status"].clone();
         resource_quota::set_status(&mut v, |group, resource, visit| {
             for o in st.list(&format!("{group}/{resource}"), Some(&ns)) {
                 visit(&o.value());
             }
             true
         });
-        if v["status"] != before["status"] {
+        if v["status"] != before {
             tracing::info!(namespace = %ns, quota = %crate::object::name(&v), "quota usage recounted at start");
             let name = crate::object::name(&v).to_owned();
             let _ = st.write(QUOTAS, &ns, &name, Some(v));
