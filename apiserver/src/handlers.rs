@@ -357,7 +357,7 @@ async fn patch_object(
             PatchKind::Apply => unreachable!("handled above"),
         }
         if let Some(rv) = v["metadata"]["resourceVersion"].as_str()
-            && rv != old.rv.to_string()
+            && rv != old.obj.rv.to_string()
         {
             return Err(ApiError::stale(ctx.target(name)));
         }
@@ -397,7 +397,7 @@ fn apply_converted(
     let shown = existing.map(|o| {
         let value = convert::to_version(&ctx.res, &ctx.version, &o.value);
         Current {
-            obj: Arc::new(Obj::new(&ctx.res.key(), o.rv, &value)),
+            obj: Arc::new(Obj::new(&ctx.res.key(), o.obj.rv, &value)),
             value,
         }
     });

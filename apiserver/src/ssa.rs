@@ -147,7 +147,7 @@ pub(crate) fn apply(
         );
         return Err(e);
     }
-    let mut new = old.value();
+    let mut new = old.value.clone();
     let previously: FieldSet = es
         .iter()
         .filter(|e| e.manager == manager && e.operation == "Apply")

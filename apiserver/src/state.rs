@@ -87,7 +87,8 @@ impl Obj {
 
 /// A stored object with its parsed value, for a write that reads the whole
 /// of the object it replaces (parsed once, outside the store's lock where
-/// the write allows: see `update.rs`). Reads as the [`Obj`] otherwise.
+/// the write allows: see `update.rs`). No `Deref` to the [`Obj`]: its
+/// `value()` would parse again what `value` holds.
 #[derive(Debug)]
 pub(crate) struct Current {
     pub(crate) obj: Arc<Obj>,
@@ -98,14 +99,6 @@ impl Current {
     pub(crate) fn of(obj: Arc<Obj>) -> Self {
         let value = obj.value();
         Self { obj, value }
-    }
-}
-
-impl std::ops::Deref for Current {
-    type Target = Obj;
-
-    fn deref(&self) -> &Obj {
-        &self.obj
     }
 }
 

@@ -99,7 +99,7 @@ pub(crate) async fn scale(
         if let Some(rv) = desired["metadata"]["resourceVersion"]
             .as_str()
             .filter(|s| !s.is_empty())
-            && rv != old.rv.to_string()
+            && rv != old.obj.rv.to_string()
         {
             return Err(ApiError::stale(ctx.target(name)));
         }
@@ -207,7 +207,7 @@ pub(crate) async fn binding(
                 &format!("pod {name} is already assigned to node {cur:?}"),
             ));
         }
-        if old.attrs.deleting {
+        if old.obj.attrs.deleting {
             return Err(ApiError::conflict(
                 ctx.target(name),
                 &format!("pod {name} is being deleted, cannot be assigned to a host"),

@@ -41,7 +41,7 @@ where
         let next = compute(base.as_ref())?;
         let mut st = ctx.shared.lock();
         let now = st.get(&key, &ctx.ns, name);
-        if now.as_ref().map(|o| o.rv) != base.as_ref().map(|o| o.rv) {
+        if now.as_ref().map(|o| o.rv) != base.as_ref().map(|o| o.obj.rv) {
             continue;
         }
         return match (next, base) {

@@ -403,7 +403,7 @@ pub(crate) fn replacement(
     if let Some(rv) = body["metadata"]["resourceVersion"]
         .as_str()
         .filter(|s| !s.is_empty())
-        && rv != old.rv.to_string()
+        && rv != old.obj.rv.to_string()
     {
         return Err(ApiError::stale(req.target(name)));
     }
@@ -517,7 +517,7 @@ pub(crate) fn commit_update(
     crate::defaults::apply(&req.res.group, &req.res.plural, &mut new);
     let review = admission::mutate(st, req, Some(&old.value), &mut new, None)?;
     validate_all(req, &review, &new, &name, Some(&old.value))?;
-    if old.attrs.deleting {
+    if old.obj.attrs.deleting {
         let before = object::finalizers(&old.value);
         let mut added: Vec<String> = object::finalizers(&new)
             .into_iter()
@@ -566,7 +566,7 @@ pub(crate) fn commit_update(
     let gone = deleting && object::finalizers(&new).is_empty() && deletion_grace(&new) == 0;
     if req.dry_run {
         return Ok(Written {
-            obj: Arc::new(Obj::new(&req.res.key(), old.rv, &new)),
+            obj: Arc::new(Obj::new(&req.res.key(), old.obj.rv, &new)),
             ack: None,
             gone,
         });
