@@ -11,10 +11,14 @@
 //! `State::gc_may_need_pass`).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde_json::Value;
 
 use crate::object;
 use crate::scope::Req;
-use crate::state::{Current, State};
+use crate::state::{Current, Obj, State};
+use crate::status::ApiResult;
 use crate::write::{self, DeleteOptions, FOREGROUND, ORPHAN, Propagation};
 
 /// What GC needs to know about one object.
@@ -367,37 +371,28 @@ fn apply(st: &mut State, a: &Action) -> bool {
             },
         )
         .map(|_| ()),
-        Action::RemoveOwners { uids, .. } => {
-            let old = Current::of(old);
-            let mut new = old.value.clone();
+        Action::RemoveOwners { uids, .. } => edit(st, &req, old, |new| {
             if let Some(refs) = new["metadata"]["ownerReferences"].as_array_mut() {
                 refs.retain(|r| !uids.iter().any(|u| r["uid"].as_str() == Some(u)));
                 if refs.is_empty() {
-                    object::meta_mut(&mut new).remove("ownerReferences");
+                    object::meta_mut(new).remove("ownerReferences");
                 }
             }
-            write::commit_update(st, &req, &old, new).map(|_| ())
-        }
-        Action::RemoveFinalizer { finalizer, .. } => {
-            let old = Current::of(old);
-            let mut new = old.value.clone();
-            let f = object::finalizers(&new)
+        }),
+        Action::RemoveFinalizer { finalizer, .. } => edit(st, &req, old, |new| {
+            let f = object::finalizers(new)
                 .into_iter()
                 .filter(|x| x != finalizer)
                 .collect();
-            object::set_finalizers(&mut new, f);
-            write::commit_update(st, &req, &old, new).map(|_| ())
-        }
-        Action::UnblockOwners { .. } => {
-            let old = Current::of(old);
-            let mut new = old.value.clone();
+            object::set_finalizers(new, f);
+        }),
+        Action::UnblockOwners { .. } => edit(st, &req, old, |new| {
             if let Some(refs) = new["metadata"]["ownerReferences"].as_array_mut() {
                 for r in refs.iter_mut().filter(|r| r["blockOwnerDeletion"] == true) {
                     r["blockOwnerDeletion"] = serde_json::json!(false);
                 }
             }
-            write::commit_update(st, &req, &old, new).map(|_| ())
-        }
+        }),
         Action::FinishNamespace { .. } => {
             st.write(NAMESPACES, "", name, None);
             Ok(())
@@ -407,6 +402,20 @@ fn apply(st: &mut State, a: &Action) -> bool {
         tracing::warn!(resource = res_key, namespace = ns, name, error = %e.message, "garbage collection step failed");
     }
     result.is_ok()
+}
+
+/// Updates `old` to what `change` makes of it (the object parsed once, for
+/// both the update and the old value it is checked against).
+fn edit(
+    st: &mut State,
+    req: &Req<'_>,
+    old: Arc<Obj>,
+    change: impl FnOnce(&mut Value),
+) -> ApiResult<()> {
+    let old = Current::of(old);
+    let mut new = old.value.clone();
+    change(&mut new);
+    write::commit_update(st, req, &old, new).map(|_| ())
 }
 
 #[cfg(test)]
