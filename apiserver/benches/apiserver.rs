@@ -366,20 +366,24 @@ async fn governance(n: u64) {
     }
     let mut secs = [0.0; 5];
     let namespaces = ["plain", "notes", "charged", "lronly", "qonly"];
-    // Ten rounds, each namespace's turn rotating, so that every namespace
-    // takes every place in the order twice: the store grows through the
-    // run (later creates are a little slower), and a burst of load from
-    // elsewhere falls on all of them alike.
-    const ROUNDS: u64 = 10;
-    let per_round = n / ROUNDS;
-    for round in 0..ROUNDS {
+    // Rounds of a thousand creates a namespace (a tenth of that with
+    // `--quick`), each namespace's turn rotating, so that every namespace
+    // takes every place in the order equally often: the store grows
+    // through the run (later creates are a little slower), and a burst of
+    // load from elsewhere falls on all of them alike. A full run is 30
+    // rounds (150,000 creates, ~20 s): the row compares two rates ~15%
+    // apart, and ten rounds of an eighth of a second each moved a run's
+    // ratio by ±0.05 on a shared machine.
+    let rounds: u64 = if n >= 10_000 { 30 } else { 10 };
+    let per_round = n / 10;
+    for round in 0..rounds {
         for k in 0..namespaces.len() {
             let i = (k + round as usize) % namespaces.len();
             let prefix = format!("r{round}");
             secs[i] += create_pods(addr, namespaces[i], &prefix, per_round, 8).await;
         }
     }
-    let [plain, notes, charged, lronly, qonly] = secs.map(|s| (per_round * ROUNDS) as f64 / s);
+    let [plain, notes, charged, lronly, qonly] = secs.map(|s| (per_round * rounds) as f64 / s);
     for (what, rate, target) in [
         (
             "1 LimitRange + 3 ResourceQuotas (seed notes' quotas, 1 charged per pod)",
