@@ -16,6 +16,7 @@
 mod field;
 mod label;
 pub mod names;
+pub mod partial;
 mod pod_resources;
 mod quantity;
 pub mod quota;

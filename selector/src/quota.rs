@@ -265,21 +265,42 @@ impl Evaluator {
         names.into_iter().filter(|n| self.tracks(n)).collect()
     }
 
+    /// Every field of an object that [`Evaluator::usage`] and
+    /// [`Evaluator::matches_scope`] read, as [`crate::partial::Fields`]
+    /// paths: a reader measuring many stored objects may parse only these
+    /// (the API server's recount of a quota does). A test holds both to
+    /// the same answers on objects cut to these fields.
+    pub fn reads(&self) -> &'static [&'static str] {
+        match self {
+            Self::Pods => &[
+                "spec.containers.resources",
+                "spec.containers.restartPolicy",
+                "spec.initContainers.resources",
+                "spec.initContainers.restartPolicy",
+                "spec.overhead",
+                "spec.resources",
+                "spec.activeDeadlineSeconds",
+                "spec.priorityClassName",
+                "spec.affinity",
+                "status.phase",
+            ],
+            Self::Services => &["spec.type", "spec.ports"],
+            Self::PersistentVolumeClaims => &[
+                "metadata.annotations",
+                "spec.storageClassName",
+                "spec.resources",
+            ],
+            // Counted, never read.
+            Self::Count { .. } => &[],
+        }
+    }
+
     /// What `obj` costs.
     pub fn usage(&self, obj: &Value) -> Result<ResourceList, UsageError> {
         let one = Quantity::from_units(1);
         let mut out = ResourceList::new();
         match self {
-            Self::Pods => {
-                // A finished pod counts in `count/pods` alone, whatever
-                // its quantities: they are not read.
-                let resources = if is_terminal(obj) {
-                    PodResources::default()
-                } else {
-                    PodResources::of(obj)?
-                };
-                return Ok(pod_usage(obj, &resources));
-            }
+            Self::Pods => return Ok(pod_usage(obj, &counted_resources(obj)?)),
             Self::Services => {
                 let ports = obj["spec"]["ports"].as_array().map_or(0, Vec::len);
                 let (node_ports, balancers) = match obj["spec"]["type"].as_str() {
@@ -326,6 +347,29 @@ impl Evaluator {
             }
         }
         Ok(out)
+    }
+
+    /// Adds what `obj` costs to each name `sum` already holds (the names a
+    /// quota tracks): [`Evaluator::usage`] of those names, without building
+    /// a pod's whole usage list (a recount adds up every pod).
+    pub fn add_usage(&self, obj: &Value, sum: &mut ResourceList) -> Result<(), UsageError> {
+        if *self == Self::Pods {
+            let resources = counted_resources(obj)?;
+            let usage = PodUsage::of(obj, &resources);
+            for (name, total) in sum.iter_mut() {
+                if let Some(q) = usage.get(name) {
+                    total.add(&q);
+                }
+            }
+            return Ok(());
+        }
+        let usage = self.usage(obj)?;
+        for (name, total) in sum.iter_mut() {
+            if let Some(q) = usage.get(name) {
+                total.add(q);
+            }
+        }
+        Ok(())
     }
 
     /// Whether `obj` falls under one scope term. Only pods have scopes:
@@ -489,6 +533,16 @@ pub fn pod_constraints<S: AsRef<str>>(
     } else {
         let required: Vec<&str> = required.iter().map(AsRef::as_ref).collect();
         Evaluator::Pods.constraints(&required, pod)
+    }
+}
+
+/// The resources of a pod quota counts: none for a finished pod, which
+/// counts in `count/pods` alone, whatever its quantities (not read).
+fn counted_resources(pod: &Value) -> Result<PodResources, InvalidQuantity> {
+    if is_terminal(pod) {
+        Ok(PodResources::default())
+    } else {
+        PodResources::of(pod)
     }
 }
 
@@ -741,9 +795,8 @@ pub fn calculate_usage(
             if failed.is_some() || !ev.matches_scopes(scopes, obj) {
                 return;
             }
-            match ev.usage(obj) {
-                Ok(u) => resources::add_into(&mut sum, &resources::mask(&u, names.iter().copied())),
-                Err(e) => failed = Some(e),
+            if let Err(e) = ev.add_usage(obj, &mut sum) {
+                failed = Some(e);
             }
         });
         if let Some(e) = failed {

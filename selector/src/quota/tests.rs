@@ -289,3 +289,136 @@ fn pod_usage_read_by_name_is_the_list() {
         );
     }
 }
+
+/// Objects cut to the fields `Evaluator::reads` names cost and match
+/// scopes exactly as the whole objects do: the API server's recount reads
+/// stored objects that way. Every field an evaluator reads is set in one
+/// of these, beside fields none reads.
+#[test]
+fn objects_cut_to_what_an_evaluator_reads_measure_as_whole_ones() {
+    use crate::partial::{Fields, parse};
+    let meta = json!({
+        "name": "x", "namespace": "ns", "uid": "u", "labels": {"app": "web"},
+        "annotations": {"volume.beta.kubernetes.io/storage-class": "fast", "note": "n"},
+        "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
+        "deletionTimestamp": "2026-01-01T00:00:00Z",
+    });
+    let container = |name: &str, requests: Value, limits: Value| {
+        json!({"name": name, "image": "nginx", "env": [{"name": "A", "value": "1"}],
+               "resources": {"requests": requests, "limits": limits}})
+    };
+    let term = json!({"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone", "namespaces": ["other"]});
+    let mut objects: Vec<(Evaluator, Value)> = vec![];
+    for phase in ["Pending", "Running", "Succeeded", "Failed"] {
+        objects.push((
+            Evaluator::Pods,
+            json!({
+                "metadata": meta,
+                "spec": {
+                    "containers": [
+                        container("app", json!({"cpu": "250m", "memory": "64Mi", "example.com/gpu": "1"}), json!({"cpu": "1", "memory": "128Mi"})),
+                        container("side", json!({}), json!({"ephemeral-storage": "1Gi"})),
+                    ],
+                    "initContainers": [
+                        container("init", json!({"cpu": "2"}), json!({"cpu": "2"})),
+                        {"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"memory": "1Gi"}}},
+                    ],
+                    "overhead": {"cpu": "100m"},
+                    "activeDeadlineSeconds": 60,
+                    "priorityClassName": "high",
+                    "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+                    "nodeName": "n1", "tolerations": [{"operator": "Exists"}],
+                },
+                "status": {"phase": phase, "podIP": "10.0.0.1", "conditions": [{"type": "Ready", "status": "True"}]},
+            }),
+        ));
+    }
+    objects.push((
+        Evaluator::Pods,
+        json!({"metadata": meta, "spec": {
+            "containers": [container("app", json!({}), json!({}))],
+            "resources": {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}},
+        }}),
+    ));
+    objects.push((
+        Evaluator::Pods,
+        json!({"metadata": meta, "spec": {"containers": [{"name": "be", "image": "i"}]}}),
+    ));
+    for t in ["NodePort", "LoadBalancer", "ClusterIP"] {
+        objects.push((
+            Evaluator::Services,
+            json!({"metadata": meta, "spec": {"type": t, "selector": {"app": "web"},
+                "ports": [{"port": 80, "nodePort": 30080}, {"port": 443}]}}),
+        ));
+    }
+    for spec in [
+        json!({"storageClassName": "slow", "resources": {"requests": {"storage": "1.5Gi"}}, "accessModes": ["ReadWriteOnce"]}),
+        json!({"resources": {"requests": {"storage": "10G"}}}),
+    ] {
+        objects.push((
+            Evaluator::PersistentVolumeClaims,
+            json!({"metadata": meta, "spec": spec}),
+        ));
+    }
+    objects.push((
+        Evaluator::of("apps", "deployments").unwrap(),
+        json!({"metadata": meta, "spec": {"replicas": 3}}),
+    ));
+    let scope = |name: &str, operator: &str, values: &[&str]| ScopeRequirement {
+        scope_name: name.into(),
+        operator: operator.into(),
+        values: values.iter().map(|v| (*v).to_owned()).collect(),
+    };
+    let mut scopes: Vec<_> = SCOPES.iter().map(|s| scope(s, "Exists", &[])).collect();
+    scopes.push(scope("PriorityClass", "In", &["high"]));
+    scopes.push(scope("PriorityClass", "NotIn", &["high"]));
+    scopes.push(scope("PriorityClass", "DoesNotExist", &[]));
+    for (ev, obj) in &objects {
+        let cut = parse(obj.to_string().as_bytes(), &Fields::of(ev.reads())).unwrap();
+        assert!(
+            cut.to_string().len() < obj.to_string().len(),
+            "{ev:?}: nothing cut"
+        );
+        assert_eq!(ev.usage(&cut), ev.usage(obj), "{ev:?} usage of {obj}");
+        // What a recount adds up: the usage of each tracked name, a name
+        // the object does not use staying at zero.
+        let whole = ev.usage(obj).unwrap();
+        let mut sum: ResourceList = whole
+            .keys()
+            .map(|k| (k.clone(), Quantity::ZERO))
+            .chain([("requests.example.com/none".to_owned(), Quantity::ZERO)])
+            .collect();
+        ev.add_usage(&cut, &mut sum).unwrap();
+        ev.add_usage(&cut, &mut sum).unwrap();
+        assert_eq!(
+            sum.remove("requests.example.com/none"),
+            Some(Quantity::ZERO)
+        );
+        let twice: ResourceList = whole
+            .iter()
+            .map(|(k, q)| {
+                (k.clone(), {
+                    let mut q2 = *q;
+                    q2.add(q);
+                    q2
+                })
+            })
+            .collect();
+        assert_eq!(sum, twice, "{ev:?} added usage of {obj}");
+        for s in &scopes {
+            assert_eq!(
+                ev.matches_scope(s, &cut),
+                ev.matches_scope(s, obj),
+                "{ev:?} scope {s:?} of {obj}"
+            );
+        }
+    }
+    // The objects above do set what is read: each scope matches one of them.
+    for s in SCOPES {
+        let s = scope(s, "Exists", &[]);
+        assert!(
+            objects.iter().any(|(ev, o)| ev.matches_scope(&s, o)),
+            "no object in scope {s:?}"
+        );
+    }
+}
