@@ -15,6 +15,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
+use windlass_selector::partial::{self, Fields};
 
 use crate::attrs::{Attrs, OwnerRef};
 use crate::resources::Registry;
@@ -57,6 +58,12 @@ impl Obj {
     /// The object, parsed from its bytes (a fresh tree on every call).
     pub(crate) fn value(&self) -> Value {
         serde_json::from_slice(&self.bytes).expect("stored bytes are the JSON of a value")
+    }
+
+    /// The fields of the object that `fields` names, parsed from its bytes
+    /// without building the rest (see `windlass_selector::partial`).
+    pub(crate) fn fields(&self, fields: &Fields) -> Value {
+        partial::parse(&self.bytes, fields).expect("stored bytes are the JSON of a value")
     }
 
     /// Sets what [`Obj::derived`] returns for `T`, when the writer already

@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
+use windlass_selector::partial::Fields;
 use windlass_selector::quota::{Evaluator, PodUsage};
 use windlass_selector::resources::list_to_json;
 use windlass_selector::{PodResources, QosClass};
@@ -334,9 +335,7 @@ pub(crate) fn recount_quotas(st: &mut State) {
         let mut v = quota.value();
         let before = v["status"].clone();
         resource_quota::set_status(&mut v, |group, resource, visit| {
-            for o in st.list(&format!("{group}/{resource}"), Some(&ns)) {
-                visit(&o.value());
-            }
+            visit_counted(st, &ns, group, resource, visit);
             true
         });
         if v["status"] != before {
@@ -488,16 +487,26 @@ fn set_quota_status(st: &State, req: &Req<'_>, obj: &mut Value) {
     let creating = st.get(QUOTAS, req.ns, crate::object::name(obj)).is_none();
     let this = obj.clone();
     resource_quota::set_status(obj, |group, resource, visit| {
-        let key = format!("{group}/{resource}");
-        for o in st.list(&key, Some(req.ns)) {
-            visit(&o.value());
-        }
+        visit_counted(st, req.ns, group, resource, visit);
         // A new quota counts itself among the namespace's quotas.
-        if creating && key == QUOTAS {
+        if creating && (group, resource) == ("", "resourcequotas") {
             visit(&this);
         }
         true
     });
+}
+
+/// Hands `visit` every stored `group`/`resource` object of namespace `ns`
+/// as a quota's recount reads it: parsed only as far as its evaluator
+/// reads (`Evaluator::reads`; a stored pod is mostly other fields, and a
+/// counted kind is not parsed at all). The recount runs under the state
+/// lock, over every object the quota counts.
+fn visit_counted(st: &State, ns: &str, group: &str, resource: &str, visit: &mut dyn FnMut(&Value)) {
+    let reads = Evaluator::of(group, resource).map_or(&[][..], |ev| ev.reads());
+    let fields = Fields::of(reads);
+    for o in st.list(&format!("{group}/{resource}"), Some(ns)) {
+        visit(&o.fields(&fields));
+    }
 }
 
 #[cfg(test)]
