@@ -8,6 +8,13 @@
 //! `host/tests/fairness.rs` runs it. Runs alternate alone / beside each
 //! noise on fresh servers; the quiet instance's p99 comes from its
 //! queue-wait histogram.
+//!
+//! The embedded server runs in this process, on the same cores as the
+//! host, and the unlimited noise keeps it busy: the operating system then
+//! shares the cores between the server's threads and the host's, which a
+//! cluster's API server, elsewhere, would not take. So each round also runs
+//! alone and beside the unlimited noise with the server's threads at
+//! [`SERVER_NICE`]: the host's own share between its plugins.
 
 use std::time::{Duration, Instant};
 
@@ -39,7 +46,14 @@ pub(crate) struct Fairness {
     pub(crate) noisy: Vec<FairRun>,
     /// Beside the noise held to [`LIMIT_QPS`] and [`LIMIT_BURST`].
     pub(crate) limited: Vec<FairRun>,
+    /// Alone and beside the unlimited noise, the server's threads at
+    /// [`SERVER_NICE`].
+    pub(crate) host_alone: Vec<FairRun>,
+    pub(crate) host_noisy: Vec<FairRun>,
 }
+
+/// The nice value of the server's threads in the host-share runs.
+pub(crate) const SERVER_NICE: i32 = 15;
 
 /// The write limit of the limited noisy instance.
 pub(crate) const LIMIT_QPS: u32 = 10;
@@ -50,6 +64,9 @@ enum Noise {
     None,
     Unlimited,
     Limited,
+    /// As `None` and `Unlimited`, the server's threads at [`SERVER_NICE`].
+    NoneServerLow,
+    UnlimitedServerLow,
 }
 
 fn quiet_configmap(i: u64) -> String {
@@ -72,8 +89,10 @@ fn stats_of(host: &Host, controllers: &Runtime, name: &str) -> ControllerStats {
         .unwrap_or_else(|| panic!("{name} runs"))
 }
 
+/// `yielding`: a runtime like `servers` whose threads run at [`SERVER_NICE`].
 pub(crate) fn fairness(
     servers: &Runtime,
+    yielding: &Runtime,
     controllers: &Runtime,
     events: u64,
     rate: u64,
@@ -94,20 +113,39 @@ pub(crate) fn fairness(
         alone: Vec::new(),
         noisy: Vec::new(),
         limited: Vec::new(),
+        host_alone: Vec::new(),
+        host_noisy: Vec::new(),
     };
     for round in 1..=rounds {
-        for noise in [Noise::None, Noise::Unlimited, Noise::Limited] {
-            let (what, noisy) = match noise {
-                Noise::None => ("alone", None),
-                Noise::Unlimited => ("beside test-noisy", Some(unlimited.as_path())),
-                Noise::Limited => ("beside test-noisy, limited", Some(limited.as_path())),
+        for noise in [
+            Noise::None,
+            Noise::Unlimited,
+            Noise::Limited,
+            Noise::NoneServerLow,
+            Noise::UnlimitedServerLow,
+        ] {
+            let unlimited = Some(unlimited.as_path());
+            let (what, noisy, server) = match noise {
+                Noise::None => ("alone", None, servers),
+                Noise::Unlimited => ("beside test-noisy", unlimited, servers),
+                Noise::Limited => (
+                    "beside test-noisy, limited",
+                    Some(limited.as_path()),
+                    servers,
+                ),
+                Noise::NoneServerLow => ("alone, the server niced", None, yielding),
+                Noise::UnlimitedServerLow => {
+                    ("beside test-noisy, the server niced", unlimited, yielding)
+                }
             };
             eprintln!("fairness round {round}/{rounds}: quiet plugin {what}");
-            let run = run(servers, controllers, &quiet, noisy, events, rate);
+            let run = run(server, controllers, &quiet, noisy, events, rate);
             match noise {
                 Noise::None => out.alone.push(run),
                 Noise::Unlimited => out.noisy.push(run),
                 Noise::Limited => out.limited.push(run),
+                Noise::NoneServerLow => out.host_alone.push(run),
+                Noise::UnlimitedServerLow => out.host_noisy.push(run),
             }
         }
     }

@@ -8,7 +8,7 @@ pub(crate) use windlass_tests::thousands;
 use super::REPLICAS;
 use super::converge::{Converged, Rounds, median};
 use super::density::{Density, DensitySide, expected_pods};
-use super::fairness::{FairRun, Fairness, LIMIT_BURST, LIMIT_QPS};
+use super::fairness::{FairRun, Fairness, LIMIT_BURST, LIMIT_QPS, SERVER_NICE};
 use super::latency::Latency;
 use super::sync::{Scale, Sync, SyncResult};
 
@@ -321,6 +321,27 @@ impl Table {
                 "≤ 2",
             );
         }
+        // The same without the co-located server's CPU (see fairness.rs).
+        let host_alone = median(&p99(&f.host_alone));
+        self.row(
+            format!("… alone, the embedded server's threads at nice {SERVER_NICE}"),
+            show(&f.host_alone),
+            "-".into(),
+            "",
+        );
+        self.ratio_row(
+            format!(
+                "… beside test-noisy with the host's defaults, the server's threads at nice {SERVER_NICE}: the host's own share ({})",
+                noise(&f.host_noisy)
+            ),
+            show(&f.host_noisy),
+            "-".into(),
+            format!(
+                "{:.2} (p99 beside ÷ alone)",
+                median(&p99(&f.host_noisy)) / host_alone
+            ),
+            "≤ 2",
+        );
     }
 
     pub(crate) fn scale(&mut self, sc: &Scale, reflector: Option<(u64, &SyncResult)>) {
