@@ -353,21 +353,20 @@ impl Evaluator {
     /// quota tracks): [`Evaluator::usage`] of those names, without building
     /// a pod's whole usage list (a recount adds up every pod).
     pub fn add_usage(&self, obj: &Value, sum: &mut ResourceList) -> Result<(), UsageError> {
-        if *self == Self::Pods {
-            let resources = counted_resources(obj)?;
-            let usage = PodUsage::of(obj, &resources);
+        let mut add = |get: &dyn Fn(&str) -> Option<Quantity>| {
             for (name, total) in sum.iter_mut() {
-                if let Some(q) = usage.get(name) {
+                if let Some(q) = get(name) {
                     total.add(&q);
                 }
             }
-            return Ok(());
-        }
-        let usage = self.usage(obj)?;
-        for (name, total) in sum.iter_mut() {
-            if let Some(q) = usage.get(name) {
-                total.add(q);
-            }
+        };
+        if *self == Self::Pods {
+            let resources = counted_resources(obj)?;
+            let usage = PodUsage::of(obj, &resources);
+            add(&|name| usage.get(name));
+        } else {
+            let usage = self.usage(obj)?;
+            add(&|name| usage.get(name).copied());
         }
         Ok(())
     }
