@@ -210,9 +210,7 @@ fn main() {
 /// is a thread's, and threads they start inherit it).
 #[allow(unsafe_code)] // `setpriority`, a system call that touches no memory of ours.
 fn runtime_at_nice(name: &str, threads: usize, nice: i32) -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .thread_name(name)
+    builder(name, threads)
         .on_thread_start(move || {
             // SAFETY: setpriority reads nothing of ours; `who` 0 is the
             // calling thread. A failure leaves the priority as it was,
@@ -225,18 +223,22 @@ fn runtime_at_nice(name: &str, threads: usize, nice: i32) -> Runtime {
                 );
             }
         })
-        .enable_all()
         .build()
         .expect("tokio runtime")
 }
 
 fn runtime(name: &str, threads: usize) -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
+    builder(name, threads).build().expect("tokio runtime")
+}
+
+/// A multi-thread runtime of `threads` workers named `name`, IO and timers on.
+fn builder(name: &str, threads: usize) -> tokio::runtime::Builder {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
         .worker_threads(threads)
         .thread_name(name)
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
+        .enable_all();
+    builder
 }
 
 /// A server on SQLite in `dir`, with the server's default durability (an

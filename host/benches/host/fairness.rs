@@ -124,10 +124,10 @@ pub(crate) fn fairness(
             Noise::NoneServerLow,
             Noise::UnlimitedServerLow,
         ] {
-            let unlimited = Some(unlimited.as_path());
+            let loud = Some(unlimited.as_path());
             let (what, noisy, server) = match noise {
                 Noise::None => ("alone", None, servers),
-                Noise::Unlimited => ("beside test-noisy", unlimited, servers),
+                Noise::Unlimited => ("beside test-noisy", loud, servers),
                 Noise::Limited => (
                     "beside test-noisy, limited",
                     Some(limited.as_path()),
@@ -135,7 +135,7 @@ pub(crate) fn fairness(
                 ),
                 Noise::NoneServerLow => ("alone, the server niced", None, yielding),
                 Noise::UnlimitedServerLow => {
-                    ("beside test-noisy, the server niced", unlimited, yielding)
+                    ("beside test-noisy, the server niced", loud, yielding)
                 }
             };
             eprintln!("fairness round {round}/{rounds}: quiet plugin {what}");
