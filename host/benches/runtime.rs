@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use windlass::contract::Request;
-use windlass::offline::request_for;
+use windlass::offline::{StaticCache, request_for};
 use windlass::runtime::{EmptyCache, Plugin, Runtime, RuntimeConfig};
 
 fn plugin_path(name: &str) -> PathBuf {
@@ -218,8 +218,17 @@ fn main() {
         .collect();
     let pod_bytes = pods[0].to_string().len();
     let steady = request_for(&rs, &pods).unwrap();
+    // The plugin reads its pods through its index of them (contract 0.2), as
+    // the host's index would hold them.
+    let mut with_pods = StaticCache::new();
+    with_pods.insert(rs.clone());
+    for pod in &pods {
+        with_pods.insert(pod.clone());
+    }
+    with_pods.index_for(&replicaset).expect("index the pods");
+    let with_pods = Arc::new(with_pods);
     let steady_outcome = replicaset
-        .reconcile(&steady, cache.clone())
+        .reconcile(&steady, with_pods.clone())
         .expect("steady-state reconcile");
     assert!(
         steady_outcome.events.is_empty() && steady_outcome.writes.is_empty(),
@@ -282,7 +291,7 @@ fn main() {
         false,
         &mut || {
             replicaset
-                .reconcile(&steady, cache.clone())
+                .reconcile(&steady, with_pods.clone())
                 .expect("reconcile");
         },
     );
