@@ -45,6 +45,49 @@ const VOLUME_SOURCES: [(&str, &str); 30] = [
     ("image", "image"),
 ];
 
+/// A field's path as kube's `field.Path` builds it (a parent and one step),
+/// written out only for a cause that names it: most specs are valid, and
+/// formatting every path on the way cost more than the checks themselves.
+#[derive(Clone, Copy)]
+enum Path<'a> {
+    Root(&'a str),
+    Child(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
+}
+
+impl<'a> Path<'a> {
+    fn child(&'a self, name: &'a str) -> Path<'a> {
+        Path::Child(self, name)
+    }
+
+    fn index(&'a self, i: usize) -> Path<'a> {
+        Path::Index(self, i)
+    }
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Path::Root(s) => f.write_str(s),
+            Path::Child(parent, name) => write!(f, "{parent}.{name}"),
+            Path::Index(parent, i) => write!(f, "{parent}[{i}]"),
+        }
+    }
+}
+
+/// Runs `check` (one of `causes`' checks) with a stand-in path, and writes
+/// `path` out only into the causes it added.
+fn at(errs: &mut Causes, path: &Path<'_>, check: impl FnOnce(&mut Causes, &str)) {
+    let before = errs.len();
+    check(errs, "");
+    if errs.len() > before {
+        let path = path.to_string();
+        for cause in &mut errs[before..] {
+            cause.0.clone_from(&path);
+        }
+    }
+}
+
 /// A field of an object that is there and not null.
 fn set<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     v.get(key).filter(|x| !x.is_null())
@@ -61,76 +104,92 @@ fn items(v: &Value) -> impl Iterator<Item = (usize, &Value)> {
 /// Problems with the pod spec `spec` found at `path` (`spec`,
 /// `spec.template.spec`, ...).
 pub(crate) fn errors(spec: &Value, path: &str, errs: &mut Causes) {
-    let volumes = volumes(&spec["volumes"], &format!("{path}.volumes"), errs);
-    let containers_path = format!("{path}.containers");
+    let path = Path::Root(path);
+    let volumes = volumes(&spec["volumes"], &path.child("volumes"), errs);
+    let containers_path = path.child("containers");
     match spec["containers"].as_array() {
         Some(cs) if !cs.is_empty() => {
             let mut names = HashSet::new();
             for (i, c) in cs.iter().enumerate() {
-                let at = format!("{containers_path}[{i}]");
-                container(c, &volumes, &at, errs);
+                let at_i = containers_path.index(i);
+                container(c, &volumes, &at_i, errs);
                 let name = str_of(c, "name");
                 if !names.insert(name) {
-                    field::duplicate(errs, &format!("{at}.name"), &format!("{name:?}"));
+                    duplicate(errs, &at_i.child("name"), name);
                 }
                 if let Some(l) = set(c, "lifecycle") {
-                    lifecycle(l, &format!("{at}.lifecycle"), errs);
+                    lifecycle(l, &at_i.child("lifecycle"), errs);
                 }
-                probes(c, &at, errs);
+                probes(c, &at_i, errs);
                 if set(c, "restartPolicy").is_some() {
-                    field::forbidden(
-                        errs,
-                        &format!("{at}.restartPolicy"),
-                        "may not be set for non-init containers",
-                    );
+                    at(errs, &at_i.child("restartPolicy"), |e, p| {
+                        field::forbidden(e, p, "may not be set for non-init containers")
+                    });
                 }
             }
         }
-        _ => field::required(errs, &containers_path, ""),
+        _ => at(errs, &containers_path, |e, p| field::required(e, p, "")),
     }
-    init_containers(spec, &volumes, &format!("{path}.initContainers"), errs);
+    init_containers(spec, &volumes, &path.child("initContainers"), errs);
     one_of(
         errs,
-        &format!("{path}.restartPolicy"),
+        &path.child("restartPolicy"),
         &spec["restartPolicy"],
         &["Always", "OnFailure", "Never"],
     );
     one_of(
         errs,
-        &format!("{path}.dnsPolicy"),
+        &path.child("dnsPolicy"),
         &spec["dnsPolicy"],
         &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
     );
 }
 
+/// `Duplicate value` of a name.
+fn duplicate(errs: &mut Causes, path: &Path<'_>, name: &str) {
+    at(errs, path, |e, p| {
+        field::duplicate(e, p, &format!("{name:?}"))
+    });
+}
+
+fn required(errs: &mut Causes, path: &Path<'_>, detail: &str) {
+    at(errs, path, |e, p| field::required(e, p, detail));
+}
+
+fn invalid(errs: &mut Causes, path: &Path<'_>, value: &Value, detail: &str) {
+    at(errs, path, |e, p| field::invalid(e, p, value, detail));
+}
+
 /// A string field that must be one of `supported` when set (defaulting has
 /// filled it in when the client left it out).
-fn one_of(errs: &mut Causes, path: &str, v: &Value, supported: &[&str]) {
+fn one_of(errs: &mut Causes, path: &Path<'_>, v: &Value, supported: &[&str]) {
     match v {
         Value::Null => {}
-        Value::String(s) if s.is_empty() => field::required(errs, path, ""),
+        Value::String(s) if s.is_empty() => required(errs, path, ""),
         Value::String(s) if supported.contains(&s.as_str()) => {}
-        other => field::not_supported(errs, path, other, supported),
+        other => at(errs, path, |e, p| {
+            field::not_supported(e, p, other, supported)
+        }),
     }
 }
 
 /// Checks the volumes and returns the valid ones by name, with their
 /// source, which volume mounts may then refer to.
-fn volumes<'a>(vols: &'a Value, path: &str, errs: &mut Causes) -> HashMap<&'a str, &'a str> {
+fn volumes<'a>(vols: &'a Value, path: &Path<'_>, errs: &mut Causes) -> HashMap<&'a str, &'a str> {
     let mut valid = HashMap::new();
     for (i, v) in items(vols) {
-        let at = format!("{path}[{i}]");
+        let at_i = path.index(i);
         let mut own = Causes::new();
-        let source = volume_source(v, &at, &mut own);
+        let source = volume_source(v, &at_i, &mut own);
         let name = str_of(v, "name");
-        let name_path = format!("{at}.name");
+        let name_path = at_i.child("name");
         if name.is_empty() {
-            field::required(&mut own, &name_path, "");
+            required(&mut own, &name_path, "");
         } else {
-            field::check_label(&mut own, &name_path, name);
+            at(&mut own, &name_path, |e, p| field::check_label(e, p, name));
         }
         if valid.contains_key(name) {
-            field::duplicate(&mut own, &name_path, &format!("{name:?}"));
+            duplicate(&mut own, &name_path, name);
         }
         if own.is_empty() {
             valid.insert(name, source.unwrap_or_default());
@@ -142,116 +201,114 @@ fn volumes<'a>(vols: &'a Value, path: &str, errs: &mut Causes) -> HashMap<&'a st
 }
 
 /// Exactly one source, and the required field of the common ones.
-fn volume_source<'a>(v: &'a Value, path: &str, errs: &mut Causes) -> Option<&'a str> {
+fn volume_source<'a>(v: &'a Value, path: &Path<'_>, errs: &mut Causes) -> Option<&'a str> {
     let mut found = None;
     for (key, shown) in VOLUME_SOURCES {
         let Some(src) = set(v, key) else { continue };
         if found.is_some() {
-            field::forbidden(
-                errs,
-                &format!("{path}.{shown}"),
-                "may not specify more than 1 volume type",
-            );
+            at(errs, &path.child(shown), |e, p| {
+                field::forbidden(e, p, "may not specify more than 1 volume type")
+            });
             continue;
         }
         found = Some(key);
-        let required = match key {
+        let required_field = match key {
             "configMap" => "name",
             "secret" => "secretName",
             "persistentVolumeClaim" => "claimName",
             "hostPath" => "path",
             _ => continue,
         };
-        if str_of(src, required).is_empty() {
-            field::required(errs, &format!("{path}.{key}.{required}"), "");
+        if str_of(src, required_field).is_empty() {
+            required(errs, &path.child(key).child(required_field), "");
         }
     }
     if found.is_none() {
-        field::required(errs, path, "must specify a volume type");
+        required(errs, path, "must specify a volume type");
     }
     found
 }
 
 /// What every container, init container or not, is checked for.
-fn container(c: &Value, volumes: &HashMap<&str, &str>, path: &str, errs: &mut Causes) {
+fn container(c: &Value, volumes: &HashMap<&str, &str>, path: &Path<'_>, errs: &mut Causes) {
     let name = str_of(c, "name");
-    let name_path = format!("{path}.name");
+    let name_path = path.child("name");
     if name.is_empty() {
-        field::required(errs, &name_path, "");
+        required(errs, &name_path, "");
     } else {
-        field::check_label(errs, &name_path, name);
+        at(errs, &name_path, |e, p| field::check_label(e, p, name));
     }
     if str_of(c, "image").is_empty() {
-        field::required(errs, &format!("{path}.image"), "");
+        required(errs, &path.child("image"), "");
     }
     one_of(
         errs,
-        &format!("{path}.terminationMessagePolicy"),
+        &path.child("terminationMessagePolicy"),
         &c["terminationMessagePolicy"],
         &["File", "FallbackToLogsOnError"],
     );
-    ports(&c["ports"], &format!("{path}.ports"), errs);
-    env(&c["env"], &format!("{path}.env"), errs);
+    ports(&c["ports"], &path.child("ports"), errs);
+    env(&c["env"], &path.child("env"), errs);
     volume_mounts(
         &c["volumeMounts"],
         volumes,
-        &format!("{path}.volumeMounts"),
+        &path.child("volumeMounts"),
         errs,
     );
     one_of(
         errs,
-        &format!("{path}.imagePullPolicy"),
+        &path.child("imagePullPolicy"),
         &c["imagePullPolicy"],
         &["Always", "IfNotPresent", "Never"],
     );
 }
 
-fn ports(ports: &Value, path: &str, errs: &mut Causes) {
+fn ports(ports: &Value, path: &Path<'_>, errs: &mut Causes) {
     let mut names = HashSet::new();
     for (i, p) in items(ports) {
-        let at = format!("{path}[{i}]");
+        let at_i = path.index(i);
         let name = str_of(p, "name");
         if !name.is_empty() {
             let problems = field::port_name(name);
             if !problems.is_empty() {
                 for msg in problems {
-                    field::invalid(errs, &format!("{at}.name"), &p["name"], msg);
+                    invalid(errs, &at_i.child("name"), &p["name"], msg);
                 }
             } else if !names.insert(name) {
-                field::duplicate(errs, &format!("{at}.name"), &format!("{name:?}"));
+                duplicate(errs, &at_i.child("name"), name);
             }
         }
+        let container_port = at_i.child("containerPort");
         match set(p, "containerPort") {
-            None => field::required(errs, &format!("{at}.containerPort"), ""),
-            Some(n) if n.as_i64() == Some(0) => {
-                field::required(errs, &format!("{at}.containerPort"), "")
-            }
-            Some(n) => port_number(errs, &format!("{at}.containerPort"), n),
+            None => required(errs, &container_port, ""),
+            Some(n) if n.as_i64() == Some(0) => required(errs, &container_port, ""),
+            Some(n) => port_number(errs, &container_port, n),
         }
         if let Some(n) = set(p, "hostPort").filter(|n| n.as_i64() != Some(0)) {
-            port_number(errs, &format!("{at}.hostPort"), n);
+            port_number(errs, &at_i.child("hostPort"), n);
         }
+        let protocol = at_i.child("protocol");
         match &p["protocol"] {
-            Value::Null => field::required(errs, &format!("{at}.protocol"), ""),
-            v => one_of(errs, &format!("{at}.protocol"), v, &["SCTP", "TCP", "UDP"]),
+            Value::Null => required(errs, &protocol, ""),
+            v => one_of(errs, &protocol, v, &["SCTP", "TCP", "UDP"]),
         }
     }
 }
 
-fn port_number(errs: &mut Causes, path: &str, n: &Value) {
+fn port_number(errs: &mut Causes, path: &Path<'_>, n: &Value) {
     if !n.as_i64().is_some_and(|p| (1..=65535).contains(&p)) {
-        field::invalid(errs, path, n, field::PORT_RANGE);
+        invalid(errs, path, n, field::PORT_RANGE);
     }
 }
 
-fn env(vars: &Value, path: &str, errs: &mut Causes) {
+fn env(vars: &Value, path: &Path<'_>, errs: &mut Causes) {
     for (i, ev) in items(vars) {
-        let at = format!("{path}[{i}]");
+        let at_i = path.index(i);
         let name = str_of(ev, "name");
         if name.is_empty() {
-            field::required(errs, &format!("{at}.name"), "");
+            required(errs, &at_i.child("name"), "");
         } else if let Some(msg) = field::env_var_name(name) {
-            field::invalid(errs, &format!("{at}.name"), &ev["name"], msg);
+            invalid(errs, &at_i.child("name"), &ev["name"], msg);
         }
         let Some(from) = set(ev, "valueFrom") else {
             continue;
@@ -265,24 +322,24 @@ fn env(vars: &Value, path: &str, errs: &mut Causes) {
         .iter()
         .filter(|k| set(from, k).is_some())
         .count();
-        let from_path = format!("{at}.valueFrom");
+        let from_path = at_i.child("valueFrom");
         let empty = Value::String(String::new());
         if sources == 0 {
-            field::invalid(
+            invalid(
                 errs,
                 &from_path,
                 &empty,
                 "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`",
             );
         } else if !str_of(ev, "value").is_empty() {
-            field::invalid(
+            invalid(
                 errs,
                 &from_path,
                 &empty,
                 "may not be specified when `value` is not empty",
             );
         } else if sources > 1 {
-            field::invalid(
+            invalid(
                 errs,
                 &from_path,
                 &empty,
@@ -292,25 +349,32 @@ fn env(vars: &Value, path: &str, errs: &mut Causes) {
     }
 }
 
-fn volume_mounts(mounts: &Value, volumes: &HashMap<&str, &str>, path: &str, errs: &mut Causes) {
+fn volume_mounts(
+    mounts: &Value,
+    volumes: &HashMap<&str, &str>,
+    path: &Path<'_>,
+    errs: &mut Causes,
+) {
     let mut points = HashSet::new();
     for (i, m) in items(mounts) {
-        let at = format!("{path}[{i}]");
+        let at_i = path.index(i);
         let name = str_of(m, "name");
         if name.is_empty() {
-            field::required(errs, &format!("{at}.name"), "");
+            required(errs, &at_i.child("name"), "");
         }
         if !volumes.contains_key(name) {
-            field::not_found(errs, &format!("{at}.name"), &Value::String(name.into()));
+            at(errs, &at_i.child("name"), |e, p| {
+                field::not_found(e, p, &Value::String(name.into()))
+            });
         }
         let mount_path = str_of(m, "mountPath");
         if mount_path.is_empty() {
-            field::required(errs, &format!("{at}.mountPath"), "");
+            required(errs, &at_i.child("mountPath"), "");
         }
         if !points.insert(mount_path) {
-            field::invalid(
+            invalid(
                 errs,
-                &format!("{at}.mountPath"),
+                &at_i.child("mountPath"),
                 &m["mountPath"],
                 "must be unique",
             );
@@ -318,31 +382,36 @@ fn volume_mounts(mounts: &Value, volumes: &HashMap<&str, &str>, path: &str, errs
     }
 }
 
-fn init_containers(spec: &Value, volumes: &HashMap<&str, &str>, path: &str, errs: &mut Causes) {
+fn init_containers(
+    spec: &Value,
+    volumes: &HashMap<&str, &str>,
+    path: &Path<'_>,
+    errs: &mut Causes,
+) {
     let mut names: HashSet<&str> = items(&spec["containers"])
         .map(|(_, c)| str_of(c, "name"))
         .collect();
     for (i, c) in items(&spec["initContainers"]) {
-        let at = format!("{path}[{i}]");
-        container(c, volumes, &at, errs);
+        let at_i = path.index(i);
+        container(c, volumes, &at_i, errs);
         let restart_always = match set(c, "restartPolicy") {
             None => false,
             Some(p) => {
-                one_of(errs, &format!("{at}.restartPolicy"), p, &["Always"]);
+                one_of(errs, &at_i.child("restartPolicy"), p, &["Always"]);
                 p == "Always"
             }
         };
         let name = str_of(c, "name");
         if names.contains(name) {
-            field::duplicate(errs, &format!("{at}.name"), &format!("{name:?}"));
+            duplicate(errs, &at_i.child("name"), name);
         } else if !name.is_empty() {
             names.insert(name);
         }
         if restart_always {
             if let Some(l) = set(c, "lifecycle") {
-                lifecycle(l, &format!("{at}.lifecycle"), errs);
+                lifecycle(l, &at_i.child("lifecycle"), errs);
             }
-            probes(c, &at, errs);
+            probes(c, &at_i, errs);
         } else {
             for key in [
                 "lifecycle",
@@ -351,24 +420,26 @@ fn init_containers(spec: &Value, volumes: &HashMap<&str, &str>, path: &str, errs
                 "startupProbe",
             ] {
                 if set(c, key).is_some() {
-                    field::forbidden(
-                        errs,
-                        &format!("{at}.{key}"),
-                        "may not be set for init containers without restartPolicy=Always",
-                    );
+                    at(errs, &at_i.child(key), |e, p| {
+                        field::forbidden(
+                            e,
+                            p,
+                            "may not be set for init containers without restartPolicy=Always",
+                        )
+                    });
                 }
             }
         }
     }
 }
 
-fn lifecycle(l: &Value, path: &str, errs: &mut Causes) {
+fn lifecycle(l: &Value, path: &Path<'_>, errs: &mut Causes) {
     for hook in ["postStart", "preStop"] {
         if let Some(h) = set(l, hook) {
             handler(
                 h,
                 &["exec", "httpGet", "tcpSocket", "sleep"],
-                &format!("{path}.{hook}"),
+                &path.child(hook),
                 errs,
             );
         }
@@ -376,11 +447,11 @@ fn lifecycle(l: &Value, path: &str, errs: &mut Causes) {
 }
 
 /// The liveness, readiness and startup probes of a container at `path`.
-fn probes(c: &Value, path: &str, errs: &mut Causes) {
+fn probes(c: &Value, path: &Path<'_>, errs: &mut Causes) {
     for kind in ["livenessProbe", "readinessProbe", "startupProbe"] {
         let Some(p) = set(c, kind) else { continue };
-        let at = format!("{path}.{kind}");
-        handler(p, &["exec", "httpGet", "tcpSocket", "grpc"], &at, errs);
+        let at_kind = path.child(kind);
+        handler(p, &["exec", "httpGet", "tcpSocket", "grpc"], &at_kind, errs);
         for f in [
             "initialDelaySeconds",
             "timeoutSeconds",
@@ -391,42 +462,33 @@ fn probes(c: &Value, path: &str, errs: &mut Causes) {
             if let Some(n) = set(p, f)
                 && n.as_i64().is_none_or(|n| n < 0)
             {
-                field::invalid(
+                invalid(
                     errs,
-                    &format!("{at}.{f}"),
+                    &at_kind.child(f),
                     n,
                     "must be greater than or equal to 0",
                 );
             }
         }
+        let grace_path = at_kind.child("terminationGracePeriodSeconds");
         let grace = set(p, "terminationGracePeriodSeconds");
         if let Some(g) = grace
             && g.as_i64().is_none_or(|g| g <= 0)
         {
-            field::invalid(
-                errs,
-                &format!("{at}.terminationGracePeriodSeconds"),
-                g,
-                "must be greater than 0",
-            );
+            invalid(errs, &grace_path, g, "must be greater than 0");
         }
         match kind {
             "readinessProbe" => {
                 if let Some(g) = grace {
-                    field::invalid(
-                        errs,
-                        &format!("{at}.terminationGracePeriodSeconds"),
-                        g,
-                        "must not be set for readinessProbes",
-                    );
+                    invalid(errs, &grace_path, g, "must not be set for readinessProbes");
                 }
             }
             _ => {
                 let threshold = p.get("successThreshold").cloned().unwrap_or(Value::from(0));
                 if threshold.as_i64() != Some(1) {
-                    field::invalid(
+                    invalid(
                         errs,
-                        &format!("{at}.successThreshold"),
+                        &at_kind.child("successThreshold"),
                         &threshold,
                         "must be 1",
                     );
@@ -438,42 +500,51 @@ fn probes(c: &Value, path: &str, errs: &mut Causes) {
 
 /// Exactly one of `kinds` (a probe's or a lifecycle hook's handlers), and
 /// what that one needs.
-fn handler(h: &Value, kinds: &[&str], path: &str, errs: &mut Causes) {
+fn handler(h: &Value, kinds: &[&str], path: &Path<'_>, errs: &mut Causes) {
     let mut found = false;
     for &kind in kinds {
         let Some(a) = set(h, kind) else { continue };
-        let at = format!("{path}.{kind}");
+        let at_kind = path.child(kind);
         if found {
-            field::forbidden(errs, &at, "may not specify more than 1 handler type");
+            at(errs, &at_kind, |e, p| {
+                field::forbidden(e, p, "may not specify more than 1 handler type")
+            });
             continue;
         }
         found = true;
+        let port = at_kind.child("port");
         match kind {
             "exec" if a["command"].as_array().is_none_or(Vec::is_empty) => {
-                field::required(errs, &format!("{at}.command"), "");
+                required(errs, &at_kind.child("command"), "");
             }
             "httpGet" => {
                 if str_of(a, "path").is_empty() {
-                    field::required(errs, &format!("{at}.path"), "");
+                    required(errs, &at_kind.child("path"), "");
                 }
-                field::check_port_num_or_name(errs, &format!("{at}.port"), &a["port"]);
+                at(errs, &port, |e, p| {
+                    field::check_port_num_or_name(e, p, &a["port"])
+                });
                 one_of(
                     errs,
-                    &format!("{at}.scheme"),
+                    &at_kind.child("scheme"),
                     &a["scheme"],
                     &["HTTP", "HTTPS"],
                 );
             }
-            "tcpSocket" => field::check_port_num_or_name(errs, &format!("{at}.port"), &a["port"]),
+            "tcpSocket" => at(errs, &port, |e, p| {
+                field::check_port_num_or_name(e, p, &a["port"])
+            }),
             "grpc" => {
-                let port = a.get("port").cloned().unwrap_or(Value::from(0));
-                field::check_port_num_or_name(errs, &format!("{at}.port"), &port);
+                let number = a.get("port").cloned().unwrap_or(Value::from(0));
+                at(errs, &port, |e, p| {
+                    field::check_port_num_or_name(e, p, &number)
+                });
             }
             _ => {}
         }
     }
     if !found {
-        field::required(errs, path, "must specify a handler type");
+        required(errs, path, "must specify a handler type");
     }
 }
 
