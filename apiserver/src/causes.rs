@@ -4,6 +4,8 @@
 //! shared format checks (RFC 1123 labels, port numbers and names, env var
 //! names) with their messages.
 
+use std::fmt::Display;
+
 use serde_json::Value;
 
 /// `(field path, message)` pairs, in the order kube reports them.
@@ -19,45 +21,53 @@ pub(crate) fn shown(v: &Value) -> String {
     }
 }
 
-pub(crate) fn required(errs: &mut Causes, path: &str, detail: &str) {
+pub(crate) fn required(errs: &mut Causes, path: impl Display, detail: &str) {
     let msg = if detail.is_empty() {
         "Required value".to_owned()
     } else {
         format!("Required value: {detail}")
     };
-    errs.push((path.to_owned(), msg));
+    errs.push((path.to_string(), msg));
 }
 
-pub(crate) fn invalid(errs: &mut Causes, path: &str, value: &Value, detail: &str) {
+pub(crate) fn invalid(errs: &mut Causes, path: impl Display, value: &Value, detail: &str) {
     errs.push((
-        path.to_owned(),
+        path.to_string(),
         format!("Invalid value: {}: {detail}", shown(value)),
     ));
 }
 
 /// `Invalid value` with a value Go prints itself (a struct, with `%#v`).
-pub(crate) fn invalid_raw(errs: &mut Causes, path: &str, shown: &str, detail: &str) {
-    errs.push((path.to_owned(), format!("Invalid value: {shown}: {detail}")));
+pub(crate) fn invalid_raw(errs: &mut Causes, path: impl Display, shown: &str, detail: &str) {
+    errs.push((
+        path.to_string(),
+        format!("Invalid value: {shown}: {detail}"),
+    ));
 }
 
-pub(crate) fn duplicate(errs: &mut Causes, path: &str, value: &str) {
-    errs.push((path.to_owned(), format!("Duplicate value: {value}")));
+pub(crate) fn duplicate(errs: &mut Causes, path: impl Display, value: &str) {
+    errs.push((path.to_string(), format!("Duplicate value: {value}")));
 }
 
-pub(crate) fn forbidden(errs: &mut Causes, path: &str, detail: &str) {
-    errs.push((path.to_owned(), format!("Forbidden: {detail}")));
+pub(crate) fn forbidden(errs: &mut Causes, path: impl Display, detail: &str) {
+    errs.push((path.to_string(), format!("Forbidden: {detail}")));
 }
 
-pub(crate) fn not_found(errs: &mut Causes, path: &str, value: &Value) {
-    errs.push((path.to_owned(), format!("Not found: {}", shown(value))));
+pub(crate) fn not_found(errs: &mut Causes, path: impl Display, value: &Value) {
+    errs.push((path.to_string(), format!("Not found: {}", shown(value))));
 }
 
 /// `Unsupported value: "x": supported values: "a", "b"` (kube lists them
 /// sorted).
-pub(crate) fn not_supported(errs: &mut Causes, path: &str, value: &Value, supported: &[&str]) {
+pub(crate) fn not_supported(
+    errs: &mut Causes,
+    path: impl Display,
+    value: &Value,
+    supported: &[&str],
+) {
     let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
     errs.push((
-        path.to_owned(),
+        path.to_string(),
         format!(
             "Unsupported value: {}: supported values: {}",
             shown(value),
@@ -95,9 +105,9 @@ pub(crate) fn dns1123_label(s: &str) -> Vec<&'static str> {
 }
 
 /// `ValidateDNS1123Label`: one `Invalid value` per problem.
-pub(crate) fn check_label(errs: &mut Causes, path: &str, s: &str) {
+pub(crate) fn check_label(errs: &mut Causes, path: impl Display, s: &str) {
     for msg in dns1123_label(s) {
-        invalid(errs, path, &Value::String(s.to_owned()), msg);
+        invalid(errs, &path, &Value::String(s.to_owned()), msg);
     }
 }
 
@@ -129,20 +139,20 @@ pub(crate) fn port_name(s: &str) -> Vec<&'static str> {
 }
 
 /// `ValidatePortNumOrName`: an int-or-string port.
-pub(crate) fn check_port_num_or_name(errs: &mut Causes, path: &str, port: &Value) {
+pub(crate) fn check_port_num_or_name(errs: &mut Causes, path: impl Display, port: &Value) {
     match port {
         Value::String(s) => {
             for msg in port_name(s) {
-                invalid(errs, path, port, msg);
+                invalid(errs, &path, port, msg);
             }
         }
         Value::Number(n) => {
             if !n.as_i64().is_some_and(|p| (1..=65535).contains(&p)) {
-                invalid(errs, path, port, PORT_RANGE);
+                invalid(errs, &path, port, PORT_RANGE);
             }
         }
         // What Go's decoder makes of an absent int-or-string: port 0.
-        _ => invalid(errs, path, &Value::from(0), PORT_RANGE),
+        _ => invalid(errs, &path, &Value::from(0), PORT_RANGE),
     }
 }
 

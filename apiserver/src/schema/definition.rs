@@ -47,7 +47,7 @@ fn node(s: &Value, path: &str, uncorrelatable: Option<&str>, errs: &mut Causes) 
     if s["uniqueItems"] == true {
         field::forbidden(
             errs,
-            &format!("{path}.uniqueItems"),
+            format!("{path}.uniqueItems"),
             "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
         );
     }

@@ -322,7 +322,7 @@ fn required(s: &Value, m: &Map<String, Value>, path: &str, errs: &mut Causes) {
         if let Some(k) = r.as_str()
             && !m.contains_key(k)
         {
-            field::required(errs, &join(path, k), "");
+            field::required(errs, join(path, k), "");
         }
     }
 }

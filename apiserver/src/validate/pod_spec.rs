@@ -75,19 +75,6 @@ impl std::fmt::Display for Path<'_> {
     }
 }
 
-/// Runs `check` (one of `causes`' checks) with a stand-in path, and writes
-/// `path` out only into the causes it added.
-fn at(errs: &mut Causes, path: &Path<'_>, check: impl FnOnce(&mut Causes, &str)) {
-    let before = errs.len();
-    check(errs, "");
-    if errs.len() > before {
-        let path = path.to_string();
-        for cause in &mut errs[before..] {
-            cause.0.clone_from(&path);
-        }
-    }
-}
-
 /// A field of an object that is there and not null.
 fn set<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     v.get(key).filter(|x| !x.is_null())
@@ -122,13 +109,15 @@ pub(crate) fn errors(spec: &Value, path: &str, errs: &mut Causes) {
                 }
                 probes(c, &at_i, errs);
                 if set(c, "restartPolicy").is_some() {
-                    at(errs, &at_i.child("restartPolicy"), |e, p| {
-                        field::forbidden(e, p, "may not be set for non-init containers")
-                    });
+                    field::forbidden(
+                        errs,
+                        at_i.child("restartPolicy"),
+                        "may not be set for non-init containers",
+                    );
                 }
             }
         }
-        _ => at(errs, &containers_path, |e, p| field::required(e, p, "")),
+        _ => field::required(errs, containers_path, ""),
     }
     init_containers(spec, &volumes, &path.child("initContainers"), errs);
     one_of(
@@ -147,17 +136,7 @@ pub(crate) fn errors(spec: &Value, path: &str, errs: &mut Causes) {
 
 /// `Duplicate value` of a name.
 fn duplicate(errs: &mut Causes, path: &Path<'_>, name: &str) {
-    at(errs, path, |e, p| {
-        field::duplicate(e, p, &format!("{name:?}"))
-    });
-}
-
-fn required(errs: &mut Causes, path: &Path<'_>, detail: &str) {
-    at(errs, path, |e, p| field::required(e, p, detail));
-}
-
-fn invalid(errs: &mut Causes, path: &Path<'_>, value: &Value, detail: &str) {
-    at(errs, path, |e, p| field::invalid(e, p, value, detail));
+    field::duplicate(errs, path, &format!("{name:?}"));
 }
 
 /// A string field that must be one of `supported` when set (defaulting has
@@ -165,11 +144,9 @@ fn invalid(errs: &mut Causes, path: &Path<'_>, value: &Value, detail: &str) {
 fn one_of(errs: &mut Causes, path: &Path<'_>, v: &Value, supported: &[&str]) {
     match v {
         Value::Null => {}
-        Value::String(s) if s.is_empty() => required(errs, path, ""),
+        Value::String(s) if s.is_empty() => field::required(errs, path, ""),
         Value::String(s) if supported.contains(&s.as_str()) => {}
-        other => at(errs, path, |e, p| {
-            field::not_supported(e, p, other, supported)
-        }),
+        other => field::not_supported(errs, path, other, supported),
     }
 }
 
@@ -184,9 +161,9 @@ fn volumes<'a>(vols: &'a Value, path: &Path<'_>, errs: &mut Causes) -> HashMap<&
         let name = str_of(v, "name");
         let name_path = at_i.child("name");
         if name.is_empty() {
-            required(&mut own, &name_path, "");
+            field::required(&mut own, name_path, "");
         } else {
-            at(&mut own, &name_path, |e, p| field::check_label(e, p, name));
+            field::check_label(&mut own, name_path, name);
         }
         if valid.contains_key(name) {
             duplicate(&mut own, &name_path, name);
@@ -206,9 +183,11 @@ fn volume_source<'a>(v: &'a Value, path: &Path<'_>, errs: &mut Causes) -> Option
     for (key, shown) in VOLUME_SOURCES {
         let Some(src) = set(v, key) else { continue };
         if found.is_some() {
-            at(errs, &path.child(shown), |e, p| {
-                field::forbidden(e, p, "may not specify more than 1 volume type")
-            });
+            field::forbidden(
+                errs,
+                path.child(shown),
+                "may not specify more than 1 volume type",
+            );
             continue;
         }
         found = Some(key);
@@ -220,11 +199,11 @@ fn volume_source<'a>(v: &'a Value, path: &Path<'_>, errs: &mut Causes) -> Option
             _ => continue,
         };
         if str_of(src, required_field).is_empty() {
-            required(errs, &path.child(key).child(required_field), "");
+            field::required(errs, path.child(key).child(required_field), "");
         }
     }
     if found.is_none() {
-        required(errs, path, "must specify a volume type");
+        field::required(errs, path, "must specify a volume type");
     }
     found
 }
@@ -234,12 +213,12 @@ fn container(c: &Value, volumes: &HashMap<&str, &str>, path: &Path<'_>, errs: &m
     let name = str_of(c, "name");
     let name_path = path.child("name");
     if name.is_empty() {
-        required(errs, &name_path, "");
+        field::required(errs, name_path, "");
     } else {
-        at(errs, &name_path, |e, p| field::check_label(e, p, name));
+        field::check_label(errs, name_path, name);
     }
     if str_of(c, "image").is_empty() {
-        required(errs, &path.child("image"), "");
+        field::required(errs, path.child("image"), "");
     }
     one_of(
         errs,
@@ -272,7 +251,7 @@ fn ports(ports: &Value, path: &Path<'_>, errs: &mut Causes) {
             let problems = field::port_name(name);
             if !problems.is_empty() {
                 for msg in problems {
-                    invalid(errs, &at_i.child("name"), &p["name"], msg);
+                    field::invalid(errs, at_i.child("name"), &p["name"], msg);
                 }
             } else if !names.insert(name) {
                 duplicate(errs, &at_i.child("name"), name);
@@ -280,8 +259,8 @@ fn ports(ports: &Value, path: &Path<'_>, errs: &mut Causes) {
         }
         let container_port = at_i.child("containerPort");
         match set(p, "containerPort") {
-            None => required(errs, &container_port, ""),
-            Some(n) if n.as_i64() == Some(0) => required(errs, &container_port, ""),
+            None => field::required(errs, container_port, ""),
+            Some(n) if n.as_i64() == Some(0) => field::required(errs, container_port, ""),
             Some(n) => port_number(errs, &container_port, n),
         }
         if let Some(n) = set(p, "hostPort").filter(|n| n.as_i64() != Some(0)) {
@@ -289,7 +268,7 @@ fn ports(ports: &Value, path: &Path<'_>, errs: &mut Causes) {
         }
         let protocol = at_i.child("protocol");
         match &p["protocol"] {
-            Value::Null => required(errs, &protocol, ""),
+            Value::Null => field::required(errs, protocol, ""),
             v => one_of(errs, &protocol, v, &["SCTP", "TCP", "UDP"]),
         }
     }
@@ -297,7 +276,7 @@ fn ports(ports: &Value, path: &Path<'_>, errs: &mut Causes) {
 
 fn port_number(errs: &mut Causes, path: &Path<'_>, n: &Value) {
     if !n.as_i64().is_some_and(|p| (1..=65535).contains(&p)) {
-        invalid(errs, path, n, field::PORT_RANGE);
+        field::invalid(errs, path, n, field::PORT_RANGE);
     }
 }
 
@@ -306,9 +285,9 @@ fn env(vars: &Value, path: &Path<'_>, errs: &mut Causes) {
         let at_i = path.index(i);
         let name = str_of(ev, "name");
         if name.is_empty() {
-            required(errs, &at_i.child("name"), "");
+            field::required(errs, at_i.child("name"), "");
         } else if let Some(msg) = field::env_var_name(name) {
-            invalid(errs, &at_i.child("name"), &ev["name"], msg);
+            field::invalid(errs, at_i.child("name"), &ev["name"], msg);
         }
         let Some(from) = set(ev, "valueFrom") else {
             continue;
@@ -325,23 +304,23 @@ fn env(vars: &Value, path: &Path<'_>, errs: &mut Causes) {
         let from_path = at_i.child("valueFrom");
         let empty = Value::String(String::new());
         if sources == 0 {
-            invalid(
+            field::invalid(
                 errs,
-                &from_path,
+                from_path,
                 &empty,
                 "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`",
             );
         } else if !str_of(ev, "value").is_empty() {
-            invalid(
+            field::invalid(
                 errs,
-                &from_path,
+                from_path,
                 &empty,
                 "may not be specified when `value` is not empty",
             );
         } else if sources > 1 {
-            invalid(
+            field::invalid(
                 errs,
-                &from_path,
+                from_path,
                 &empty,
                 "may not have more than one field specified at a time",
             );
@@ -360,21 +339,19 @@ fn volume_mounts(
         let at_i = path.index(i);
         let name = str_of(m, "name");
         if name.is_empty() {
-            required(errs, &at_i.child("name"), "");
+            field::required(errs, at_i.child("name"), "");
         }
         if !volumes.contains_key(name) {
-            at(errs, &at_i.child("name"), |e, p| {
-                field::not_found(e, p, &Value::String(name.into()))
-            });
+            field::not_found(errs, at_i.child("name"), &Value::String(name.into()));
         }
         let mount_path = str_of(m, "mountPath");
         if mount_path.is_empty() {
-            required(errs, &at_i.child("mountPath"), "");
+            field::required(errs, at_i.child("mountPath"), "");
         }
         if !points.insert(mount_path) {
-            invalid(
+            field::invalid(
                 errs,
-                &at_i.child("mountPath"),
+                at_i.child("mountPath"),
                 &m["mountPath"],
                 "must be unique",
             );
@@ -420,13 +397,11 @@ fn init_containers(
                 "startupProbe",
             ] {
                 if set(c, key).is_some() {
-                    at(errs, &at_i.child(key), |e, p| {
-                        field::forbidden(
-                            e,
-                            p,
-                            "may not be set for init containers without restartPolicy=Always",
-                        )
-                    });
+                    field::forbidden(
+                        errs,
+                        at_i.child(key),
+                        "may not be set for init containers without restartPolicy=Always",
+                    );
                 }
             }
         }
@@ -462,9 +437,9 @@ fn probes(c: &Value, path: &Path<'_>, errs: &mut Causes) {
             if let Some(n) = set(p, f)
                 && n.as_i64().is_none_or(|n| n < 0)
             {
-                invalid(
+                field::invalid(
                     errs,
-                    &at_kind.child(f),
+                    at_kind.child(f),
                     n,
                     "must be greater than or equal to 0",
                 );
@@ -475,20 +450,20 @@ fn probes(c: &Value, path: &Path<'_>, errs: &mut Causes) {
         if let Some(g) = grace
             && g.as_i64().is_none_or(|g| g <= 0)
         {
-            invalid(errs, &grace_path, g, "must be greater than 0");
+            field::invalid(errs, grace_path, g, "must be greater than 0");
         }
         match kind {
             "readinessProbe" => {
                 if let Some(g) = grace {
-                    invalid(errs, &grace_path, g, "must not be set for readinessProbes");
+                    field::invalid(errs, grace_path, g, "must not be set for readinessProbes");
                 }
             }
             _ => {
                 let threshold = p.get("successThreshold").cloned().unwrap_or(Value::from(0));
                 if threshold.as_i64() != Some(1) {
-                    invalid(
+                    field::invalid(
                         errs,
-                        &at_kind.child("successThreshold"),
+                        at_kind.child("successThreshold"),
                         &threshold,
                         "must be 1",
                     );
@@ -506,24 +481,20 @@ fn handler(h: &Value, kinds: &[&str], path: &Path<'_>, errs: &mut Causes) {
         let Some(a) = set(h, kind) else { continue };
         let at_kind = path.child(kind);
         if found {
-            at(errs, &at_kind, |e, p| {
-                field::forbidden(e, p, "may not specify more than 1 handler type")
-            });
+            field::forbidden(errs, at_kind, "may not specify more than 1 handler type");
             continue;
         }
         found = true;
         let port = at_kind.child("port");
         match kind {
             "exec" if a["command"].as_array().is_none_or(Vec::is_empty) => {
-                required(errs, &at_kind.child("command"), "");
+                field::required(errs, at_kind.child("command"), "");
             }
             "httpGet" => {
                 if str_of(a, "path").is_empty() {
-                    required(errs, &at_kind.child("path"), "");
+                    field::required(errs, at_kind.child("path"), "");
                 }
-                at(errs, &port, |e, p| {
-                    field::check_port_num_or_name(e, p, &a["port"])
-                });
+                field::check_port_num_or_name(errs, port, &a["port"]);
                 one_of(
                     errs,
                     &at_kind.child("scheme"),
@@ -531,20 +502,16 @@ fn handler(h: &Value, kinds: &[&str], path: &Path<'_>, errs: &mut Causes) {
                     &["HTTP", "HTTPS"],
                 );
             }
-            "tcpSocket" => at(errs, &port, |e, p| {
-                field::check_port_num_or_name(e, p, &a["port"])
-            }),
+            "tcpSocket" => field::check_port_num_or_name(errs, port, &a["port"]),
             "grpc" => {
                 let number = a.get("port").cloned().unwrap_or(Value::from(0));
-                at(errs, &port, |e, p| {
-                    field::check_port_num_or_name(e, p, &number)
-                });
+                field::check_port_num_or_name(errs, port, &number);
             }
             _ => {}
         }
     }
     if !found {
-        required(errs, path, "must specify a handler type");
+        field::required(errs, path, "must specify a handler type");
     }
 }
 

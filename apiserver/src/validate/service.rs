@@ -91,7 +91,7 @@ pub(crate) fn errors(svc: &Value) -> Causes {
             if int_of(p, "nodePort") != 0 {
                 field::forbidden(
                     &mut errs,
-                    &format!("spec.ports[{i}].nodePort"),
+                    format!("spec.ports[{i}].nodePort"),
                     "may not be used when `type` is 'ClusterIP'",
                 );
             }
@@ -103,7 +103,7 @@ pub(crate) fn errors(svc: &Value) -> Causes {
         if n != 0 && !node_ports.insert((str_of(p, "protocol"), n)) {
             field::duplicate(
                 &mut errs,
-                &format!("spec.ports[{i}].nodePort"),
+                format!("spec.ports[{i}].nodePort"),
                 &n.to_string(),
             );
         }
@@ -116,7 +116,7 @@ pub(crate) fn errors(svc: &Value) -> Causes {
             let key = format!(
                 "core.ServicePort{{Name:\"\", Protocol:{protocol:?}, AppProtocol:(*string)(nil), Port:{number}, TargetPort:intstr.IntOrString{{Type:0, IntVal:0, StrVal:\"\"}}, NodePort:0}}"
             );
-            field::duplicate(&mut errs, &format!("spec.ports[{i}]"), &key);
+            field::duplicate(&mut errs, format!("spec.ports[{i}]"), &key);
         }
     }
     traffic_policies(spec, kind, &mut errs);
@@ -155,7 +155,7 @@ fn port<'a>(
     }
     let number = p.get("port").cloned().unwrap_or(Value::from(0));
     if !number.as_i64().is_some_and(|n| (1..=65535).contains(&n)) {
-        field::invalid(errs, &format!("{path}.port"), &number, field::PORT_RANGE);
+        field::invalid(errs, format!("{path}.port"), &number, field::PORT_RANGE);
     }
     one_of(
         errs,
@@ -163,7 +163,7 @@ fn port<'a>(
         &p["protocol"],
         &["SCTP", "TCP", "UDP"],
     );
-    field::check_port_num_or_name(errs, &format!("{path}.targetPort"), &p["targetPort"]);
+    field::check_port_num_or_name(errs, format!("{path}.targetPort"), &p["targetPort"]);
 }
 
 /// `externalTrafficPolicy` only where traffic comes from outside, and the
@@ -211,7 +211,7 @@ fn node_port_range(ports: &[&Value], errs: &mut Causes) {
         if n != 0 && !NODE_PORTS.contains(&n) {
             field::invalid(
                 errs,
-                &format!("spec.ports[{i}].nodePort"),
+                format!("spec.ports[{i}].nodePort"),
                 &Value::from(n),
                 "provided port is not in the valid range. The range of valid ports is 30000-32767",
             );

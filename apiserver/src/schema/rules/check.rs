@@ -34,14 +34,14 @@ pub(crate) fn rule_errors(s: &Json, path: &str, uncorrelatable: Option<&str>, er
         if has_newlines(message.trim()) {
             field::invalid(
                 errs,
-                &at("message"),
+                at("message"),
                 &Json::from(message),
                 "message must not contain line breaks",
             );
         } else if has_newlines(source.trim()) && message.trim().is_empty() {
             field::required(
                 errs,
-                &at("message"),
+                at("message"),
                 "message must be specified if rule contains line breaks",
             );
         }
@@ -51,14 +51,14 @@ pub(crate) fn rule_errors(s: &Json, path: &str, uncorrelatable: Option<&str>, er
         {
             field::required(
                 errs,
-                &at("messageExpression"),
+                at("messageExpression"),
                 "messageExpression must be non-empty if specified",
             );
         }
         if let Some(reason) = rule["reason"].as_str()
             && !REASONS.contains(&reason)
         {
-            field::not_supported(errs, &at("reason"), &Json::from(reason), &REASONS);
+            field::not_supported(errs, at("reason"), &Json::from(reason), &REASONS);
         }
         if let Some(fp) = rule["fieldPath"].as_str().filter(|f| !f.is_empty()) {
             let why = if fp.trim().is_empty() {
@@ -71,29 +71,29 @@ pub(crate) fn rule_errors(s: &Json, path: &str, uncorrelatable: Option<&str>, er
                 None
             };
             if let Some(why) = why {
-                field::invalid(errs, &at("fieldPath"), &Json::from(fp), why);
+                field::invalid(errs, at("fieldPath"), &Json::from(fp), why);
             }
         }
         if source.trim().is_empty() {
-            field::required(errs, &at("rule"), "rule is not specified");
+            field::required(errs, at("rule"), "rule is not specified");
             continue;
         }
         match compile_checked(source) {
             Err(e) => {
                 let why = format!("compilation failed: {e}");
-                field::invalid_raw(errs, &at("rule"), &shown, &why);
+                field::invalid_raw(errs, at("rule"), &shown, &why);
             }
             Ok(uses_old_self) => {
                 if uses_old_self && let Some(list) = uncorrelatable {
                     let why = format!(
                         "oldSelf cannot be used on the uncorrelatable portion of the schema within {list}"
                     );
-                    field::invalid(errs, &at("rule"), &Json::from(source), &why);
+                    field::invalid(errs, at("rule"), &Json::from(source), &why);
                 }
                 if rule["optionalOldSelf"] == true && !uses_old_self {
                     field::invalid(
                         errs,
-                        &at("optionalOldSelf"),
+                        at("optionalOldSelf"),
                         &Json::Bool(true),
                         "may not be set if oldSelf is not used in rule",
                     );
@@ -106,7 +106,7 @@ pub(crate) fn rule_errors(s: &Json, path: &str, uncorrelatable: Option<&str>, er
             && let Err(e) = compile_checked(m)
         {
             let why = format!("messageExpression compilation failed: {e}");
-            field::invalid_raw(errs, &at("messageExpression"), &shown, &why);
+            field::invalid_raw(errs, at("messageExpression"), &shown, &why);
         }
     }
 }
