@@ -11,13 +11,18 @@
 //! ConfigMap mounted as a volume changes by swapping its hidden `..data`
 //! symlink, which changes every plugin file behind it without an event for
 //! any of them. Files are compared by content, so a sync that finds nothing
-//! new does nothing.
+//! new does nothing. Opening or reading a file is not a change: a sync
+//! reads every plugin file to compare it, and inotify reports those opens,
+//! so were they to start a sync, the host would read its plugins again and
+//! again, forever.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use notify::{RecursiveMode, Watcher};
+use notify::event::{AccessKind, AccessMode};
+use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use crate::host::Host;
@@ -29,6 +34,7 @@ pub const DEBOUNCE: Duration = Duration::from_millis(300);
 pub struct PluginDir {
     _watcher: notify::RecommendedWatcher,
     task: tokio::task::JoinHandle<()>,
+    syncs: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for PluginDir {
@@ -50,29 +56,54 @@ impl PluginDir {
         let (tx, rx) = mpsc::unbounded_channel::<PathBuf>();
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
-                Ok(event) => {
+                Ok(event) if can_change(&event.kind) => {
                     for path in event.paths {
                         let _ = tx.send(path);
                     }
                 }
+                Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "plugin directory watch error"),
             })?;
         // Watch before the first scan, so nothing written in between is lost.
         watcher.watch(&dir, RecursiveMode::NonRecursive)?;
         let loaded = host.load_dir(&dir).await;
         tracing::info!(dir = %dir.display(), loaded, "watching plugins directory");
-        let task = tokio::spawn(apply_changes(host, dir, rx));
+        let syncs = Arc::new(AtomicU64::new(0));
+        let task = tokio::spawn(apply_changes(host, dir, rx, syncs.clone()));
         Ok(Self {
             _watcher: watcher,
             task,
+            syncs,
         })
+    }
+
+    /// How many times the directory has been synced since the first load.
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(Ordering::Relaxed)
     }
 }
 
-async fn apply_changes(host: Arc<Host>, dir: PathBuf, mut rx: mpsc::UnboundedReceiver<PathBuf>) {
+/// Whether an event of this kind can change what the directory holds: not
+/// an open, a read or a close after reading (a file closed after writing
+/// can).
+fn can_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
+async fn apply_changes(
+    host: Arc<Host>,
+    dir: PathBuf,
+    mut rx: mpsc::UnboundedReceiver<PathBuf>,
+    syncs: Arc<AtomicU64>,
+) {
     while rx.recv().await.is_some() {
         // Debounce: keep collecting until the directory is quiet.
         while let Ok(Some(_)) = tokio::time::timeout(DEBOUNCE, rx.recv()).await {}
         host.sync_dir(&dir).await;
+        syncs.fetch_add(1, Ordering::Relaxed);
     }
 }

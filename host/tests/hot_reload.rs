@@ -10,7 +10,7 @@ use http::Method;
 use serde_json::{Value, json};
 use windlass::client::ApiClient;
 use windlass::host::{Host, HostConfig};
-use windlass::plugin_dir::PluginDir;
+use windlass::plugin_dir::{DEBOUNCE, PluginDir};
 use windlass::runtime::RuntimeConfig;
 
 const RS: &str = "/apis/apps/v1/namespaces/default/replicasets";
@@ -43,6 +43,18 @@ async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
     }
 }
 
+/// A host with no compiled-artifact cache, reconciling through `client`.
+fn host_for(client: &ApiClient) -> Arc<Host> {
+    let config = HostConfig {
+        runtime: RuntimeConfig {
+            artifact_dir: None,
+            ..RuntimeConfig::default()
+        },
+        ..HostConfig::default()
+    };
+    Arc::new(Host::new(client.clone(), config).unwrap())
+}
+
 /// Writes `bytes` to `to` the way deploy tools do: a hidden temp, then a rename.
 fn install(dir: &Path, name: &str, bytes: &[u8]) {
     let tmp = dir.join(format!(".{name}.tmp"));
@@ -58,19 +70,7 @@ async fn plugins_come_go_and_survive_broken_updates() {
     let client = ApiClient::from_kubeconfig_yaml(&server.kubeconfig())
         .await
         .unwrap();
-    let host = Arc::new(
-        Host::new(
-            client.clone(),
-            HostConfig {
-                runtime: RuntimeConfig {
-                    artifact_dir: None,
-                    ..RuntimeConfig::default()
-                },
-                ..HostConfig::default()
-            },
-        )
-        .unwrap(),
-    );
+    let host = host_for(&client);
     let dir = tempfile::tempdir().unwrap();
     let _watch = PluginDir::watch(dir.path(), host.clone()).await.unwrap();
 
@@ -165,19 +165,7 @@ async fn the_directory_is_kept_in_step_as_a_whole() {
     let client = ApiClient::from_kubeconfig_yaml(&server.kubeconfig())
         .await
         .unwrap();
-    let host = Arc::new(
-        Host::new(
-            client.clone(),
-            HostConfig {
-                runtime: RuntimeConfig {
-                    artifact_dir: None,
-                    ..RuntimeConfig::default()
-                },
-                ..HostConfig::default()
-            },
-        )
-        .unwrap(),
-    );
+    let host = host_for(&client);
     let outside = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -312,6 +300,52 @@ async fn the_directory_is_kept_in_step_as_a_whole() {
     })
     .await;
     assert!(named("escape.wasm").await.is_none());
+
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// A sync reads every plugin file to compare it, and inotify reports those
+/// opens and reads. They are not changes: an unchanged directory is not
+/// synced again, whoever reads its files (the host itself, or a backup
+/// passing by), while a new file still is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_the_plugins_is_not_a_change() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
+        .await
+        .unwrap();
+    let client = ApiClient::from_kubeconfig_yaml(&server.kubeconfig())
+        .await
+        .unwrap();
+    let host = host_for(&client);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(windlass_tests::plugin("test-noop"), d.join("noop.wasm")).unwrap();
+    let watch = PluginDir::watch(d, host.clone()).await.unwrap();
+    std::fs::read(d.join("noop.wasm")).unwrap();
+    tokio::time::sleep(DEBOUNCE * 5).await;
+    assert_eq!(
+        watch.syncs(),
+        0,
+        "the first load's reads and another reader's started syncs"
+    );
+
+    install(
+        d,
+        "reads.wasm",
+        &std::fs::read(windlass_tests::plugin("test-reads")).unwrap(),
+    );
+    until("the new file is loaded", async || {
+        host.status()
+            .await
+            .iter()
+            .any(|r| r.name.as_deref() == Some("test-reads"))
+    })
+    .await;
+    let after = watch.syncs();
+    assert!(after >= 1);
+    tokio::time::sleep(DEBOUNCE * 5).await;
+    assert_eq!(watch.syncs(), after, "a sync's own reads started another");
 
     host.shutdown().await;
     server.shutdown().await;
