@@ -9,8 +9,9 @@
 //! kubelet would do now: keep the node's status and heartbeat Lease
 //! current, and sync the pods bound to it (found through the host's index
 //! of pods by `spec.nodeName`). A node without `spec.podCIDR` is given a
-//! block no other node has, as the node IPAM controller does, so pod IPs
-//! are unique across the cluster. A node's pods:
+//! block no other node has, as the node IPAM controller does, and reports
+//! nothing until the block is its own, so pod IPs and node InternalIPs are
+//! unique across the cluster. A node's pods:
 //! - start at once, init containers first, then become `Running` and ready;
 //! - with `windlass.dev/exit-after: 30s` (and `windlass.dev/exit-code`)
 //!   exit that long after each start, and are restarted (with kubelet's

@@ -4,9 +4,11 @@
 //! A real node gets its InternalIP from its network and its pod CIDR from
 //! the node IPAM controller (`spec.podCIDR`); the CNI plugin then hands out
 //! pod IPs from the CIDR. Here a node is numbered from its name (`node-7` is
-//! 7, other names hash), its InternalIP is `172.16.0.0/12` plus that number
-//! and its pod CIDR `10.244.<n>.0/24` (continuing through the rest of
-//! `10.0.0.0/8` past 256 nodes) unless `spec.podCIDR` names one. A pod keeps
+//! 7, other names hash), and is given the first free pod CIDR from
+//! `10.244.<n>.0/24` on (continuing through the rest of `10.0.0.0/8` past
+//! 256 nodes) unless `spec.podCIDR` names one; its InternalIP, in
+//! `172.16.0.0/12`, is derived from that CIDR, so no two nodes share
+//! either (unless someone else reported the node's address). A pod keeps
 //! the IP it was given; a new pod takes the first free address after the
 //! one its uid hashes to, so the pods on one node never share an address.
 
@@ -53,8 +55,22 @@ pub(crate) fn node_number(name: &str) -> u32 {
     }
 }
 
-/// The InternalIP of the node numbered `n`: `172.16.0.2` onwards.
-pub(crate) fn node_ip(n: u32) -> Ipv4 {
+/// The InternalIP of the node that holds pod CIDR `cidr`, in
+/// `172.16.0.0/12`: derived from the CIDR, which no other node holds, so no
+/// two nodes share one (deriving it from the name's number gave `node-a1`,
+/// `node-b1` and `node-c1` the same). The default blocks, `for_node(n)`,
+/// give `172.16.0.2 + n` (`node-7` alone in its fleet: `172.16.0.9`); a
+/// block elsewhere its /24's number past those, unique among blocks of /24
+/// or larger within one /12.
+pub(crate) fn node_ip(cidr: Cidr) -> Ipv4 {
+    let slash24 = cidr.base >> 8;
+    let default_first = Cidr::for_node(0).base >> 8;
+    let in_10 = cidr.base >> 24 == 10;
+    let n = if in_10 {
+        slash24.wrapping_sub(default_first) % CIDRS
+    } else {
+        CIDRS + slash24 % ((1 << 20) - CIDRS - 4)
+    };
     Ipv4(0xac10_0000 + 2 + n)
 }
 
@@ -156,8 +172,12 @@ mod tests {
         assert_eq!(node_number("node-65535"), 65_535);
         assert!(node_number("node-65536") < 65_536);
         assert_eq!(node_number("worker"), node_number("worker"));
-        assert_eq!(node_ip(1).to_string(), "172.16.0.3");
-        assert_eq!(node_ip(300).to_string(), "172.16.1.46");
+        assert_eq!(node_ip(Cidr::for_node(1)).to_string(), "172.16.0.3");
+        assert_eq!(node_ip(Cidr::for_node(300)).to_string(), "172.16.1.46");
+        let elsewhere = |text| node_ip(Cidr::parse(text).unwrap());
+        assert_ne!(elsewhere("192.168.3.0/24"), elsewhere("192.168.4.0/24"));
+        assert_ne!(elsewhere("192.168.3.0/24"), node_ip(Cidr::for_node(3)));
+        assert_ne!(elsewhere("10.1.0.0/16"), elsewhere("10.2.0.0/16"));
         assert_eq!(Cidr::for_node(1).to_string(), "10.244.1.0/24");
         assert_eq!(Cidr::for_node(256).to_string(), "10.245.0.0/24");
         assert_eq!(Cidr::for_node(65_535).to_string(), "10.243.255.0/24");

@@ -43,9 +43,18 @@ pub(crate) fn reconcile(req: &Request) -> Result<Outcome, Error> {
     let now = req.now;
     let name = &*node.metadata.name;
     let node_ref = ObjectRef::cluster("v1", "Node", name);
-    let number = network::node_number(name);
-    let node_ip = node_status::node_ip(&node, network::node_ip(number));
-    let (cidr, claim) = pod_cidr(&node, name, number)?;
+    let (cidr, claim) = pod_cidr(&node, name, network::node_number(name))?;
+    if let Some(claim) = claim {
+        // A kubelet's network is not ready until the node has a pod CIDR:
+        // claim one, and report nothing (no status, no Lease, no pod
+        // started) until the block is the node's own — two nodes that
+        // claimed one block at once would otherwise report one address.
+        return Ok(Outcome::new().merge_patch(
+            node_ref,
+            json!({"spec": {"podCIDR": claim, "podCIDRs": [claim]}}),
+        ));
+    }
+    let node_ip = node_status::node_ip(&node, network::node_ip(cidr));
     let taints: Vec<Taint<'_>> = node
         .spec
         .taints
@@ -63,17 +72,8 @@ pub(crate) fn reconcile(req: &Request) -> Result<Outcome, Error> {
     .sync(cidr, req.attempt, &mut due)?;
 
     let mut out = Outcome::new();
-    if let Some(mut patch) = node_patch(&node, pods.stamp_taints, now) {
-        if let Some(claim) = &claim {
-            patch["spec"]["podCIDR"] = json!(claim);
-            patch["spec"]["podCIDRs"] = json!([claim]);
-        }
+    if let Some(patch) = node_patch(&node, pods.stamp_taints, now) {
         out = out.merge_patch(node_ref.clone(), patch);
-    } else if let Some(claim) = &claim {
-        out = out.merge_patch(
-            node_ref.clone(),
-            json!({"spec": {"podCIDR": claim, "podCIDRs": [claim]}}),
-        );
     }
     let report = node_status::report(&node, node_ip, now);
     due = earliest(due, Some(report.due));

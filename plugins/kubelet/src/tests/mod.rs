@@ -36,7 +36,8 @@ pub(crate) fn pod_key(name: &str) -> ObjectRef {
     ObjectRef::new("v1", "Pod", "default", name)
 }
 
-/// A simulated node `node-1`; `edit` changes its JSON.
+/// A simulated node `node-1` holding its pod CIDR; `edit` changes its
+/// JSON.
 pub(crate) fn node(edit: impl FnOnce(&mut Value)) -> Object {
     let mut v = json!({
         "apiVersion": "v1",
@@ -54,6 +55,8 @@ pub(crate) fn node(edit: impl FnOnce(&mut Value)) -> Object {
                 "beta.kubernetes.io/arch": "amd64",
             },
         },
+        // The block it would claim itself (its reports wait for one).
+        "spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24"]},
     });
     edit(&mut v);
     Object::from_value(v).unwrap()

@@ -294,8 +294,9 @@ fn settings_turn_start_events_off_and_unknown_ones_are_refused() {
     assert!(err.message.contains("unknown field"), "{err}");
 }
 
-/// Every node gets a pod CIDR no other node has — `node-a1`, `node-b1` and
-/// `node-c1` all end in 1, where their addresses start — and a node that
+/// Every node gets a pod CIDR and an InternalIP no other node has —
+/// `node-a1`, `node-b1` and `node-c1` all end in 1, where their search for
+/// a free block starts — and a node that
 /// finds its CIDR shared with a node whose name sorts first moves.
 #[test]
 fn every_node_gets_a_pod_cidr_of_its_own() {
@@ -303,6 +304,7 @@ fn every_node_gets_a_pod_cidr_of_its_own() {
         node(move |v| {
             v["metadata"]["name"] = json!(name);
             v["metadata"]["uid"] = json!(format!("uid-{name}"));
+            v.as_object_mut().unwrap().remove("spec");
         })
     };
     let mut h = H::new().with_now(t(0));
@@ -313,6 +315,14 @@ fn every_node_gets_a_pod_cidr_of_its_own() {
         h.get(&ObjectRef::cluster("v1", "Node", name))
             .and_then(|n| n.get_str("spec.podCIDR").map(str::to_owned))
     };
+    // The first pass claims blocks and reports nothing yet; the second,
+    // with the blocks their own, reports.
+    for name in ["node-a1", "node-b1", "node-c1"] {
+        let key = ObjectRef::cluster("v1", "Node", name);
+        let out = h.reconcile_key(&key).unwrap();
+        assert_eq!(out.writes.len(), 1, "only the claim: {out:?}");
+        h.apply_outcome(&key, &out).unwrap();
+    }
     for name in ["node-a1", "node-b1", "node-c1"] {
         let key = ObjectRef::cluster("v1", "Node", name);
         let out = h.reconcile_key(&key).unwrap();
@@ -323,6 +333,17 @@ fn every_node_gets_a_pod_cidr_of_its_own() {
         .map(|n| cidr_of(&h, n).expect("a pod CIDR"))
         .collect();
     assert_eq!(cidrs.len(), 3, "{cidrs:?}");
+    // And an address of its own, derived from the block.
+    let ips: std::collections::BTreeSet<String> = ["node-a1", "node-b1", "node-c1"]
+        .iter()
+        .map(|n| {
+            let node = h.get(&ObjectRef::cluster("v1", "Node", *n)).unwrap();
+            node.get_str("status.addresses.0.address")
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(ips.len(), 3, "{ips:?}");
     // A second look changes nothing.
     let again = h
         .reconcile_key(&ObjectRef::cluster("v1", "Node", "node-b1"))

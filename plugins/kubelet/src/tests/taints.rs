@@ -13,7 +13,7 @@ fn tainted(time_added: Option<i64>) -> Object {
         if let Some(at) = time_added {
             taint["timeAdded"] = json!(ts(at));
         }
-        n["spec"] = json!({"taints": [taint, {"key": "soft", "effect": "NoSchedule"}]});
+        n["spec"]["taints"] = json!([taint, {"key": "soft", "effect": "NoSchedule"}]);
     })
 }
 
