@@ -109,12 +109,20 @@ fn subresources(r: &Resource) -> Vec<Sub> {
         });
     }
     match (r.group.as_str(), r.plural.as_str()) {
-        ("", "pods") => out.push(Sub {
-            name: "binding",
-            kind: "Binding".into(),
-            group_version: None,
-            verbs: vec!["create"],
-        }),
+        ("", "pods") => out.extend([
+            Sub {
+                name: "binding",
+                kind: "Binding".into(),
+                group_version: None,
+                verbs: vec!["create"],
+            },
+            Sub {
+                name: "eviction",
+                kind: "Eviction".into(),
+                group_version: Some(("policy", "v1")),
+                verbs: vec!["create"],
+            },
+        ]),
         ("", "serviceaccounts") => out.push(Sub {
             name: "token",
             kind: "TokenRequest".into(),

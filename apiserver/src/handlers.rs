@@ -26,7 +26,7 @@ use crate::status::ApiError;
 use crate::status::ApiResult;
 use crate::update::{self, Next};
 use crate::user::User;
-use crate::write::{self, DeleteOptions, Part, Propagation};
+use crate::write::{self, DeleteOptions, Part};
 use crate::{convert, limits, list, managed, represent, subresource, watch, yaml};
 
 /// Serves a request on a resource (or one of its subresources), adding the
@@ -181,11 +181,11 @@ async fn serve(
             patch_object(ctx, name, &ct, body, part, &ua).await
         }
         (&Method::DELETE, Some(name), None) => {
-            let opts = delete_options(&ctx.q, body)?;
+            let opts = DeleteOptions::read(&ctx.q, &ct, body)?;
             let w = write::delete(&mut ctx.shared.lock(), &ctx.req(), name, &opts)?;
             ctx.finish(w, 200).await
         }
-        (&Method::DELETE, None, None) => delete_collection(ctx, rp.ns.as_deref(), body).await,
+        (&Method::DELETE, None, None) => delete_collection(ctx, rp.ns.as_deref(), &ct, body).await,
         (m, Some(name), Some("scale")) if ctx.res.scale.is_some() => {
             subresource::scale(ctx, m, name, &ct, body).await
         }
@@ -193,6 +193,11 @@ async fn serve(
             if ctx.res.group.is_empty() && ctx.res.plural == "pods" =>
         {
             subresource::binding(ctx, name, &ct, body).await
+        }
+        (&Method::POST, Some(name), Some("eviction"))
+            if ctx.res.group.is_empty() && ctx.res.plural == "pods" =>
+        {
+            crate::eviction::evict(ctx, name, &ct, body).await
         }
         (&Method::POST, Some(name), Some("token"))
             if ctx.res.group.is_empty() && ctx.res.plural == "serviceaccounts" =>
@@ -213,53 +218,14 @@ fn get(ctx: &Ctx, name: &str) -> ApiResult<Response<RespBody>> {
     Ok(ctx.respond(200, &o))
 }
 
-fn delete_options(q: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
-    let mut opts = DeleteOptions::default();
-    let b: Value = if body.iter().all(u8::is_ascii_whitespace) {
-        json!({})
-    } else {
-        serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
-    };
-    let policy = b["propagationPolicy"]
-        .as_str()
-        .or(q.non_empty("propagationPolicy"));
-    if let Some(p) = policy {
-        opts.propagation = Propagation::parse(p).ok_or_else(|| {
-            ApiError::bad_request(format!("propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""))
-        })?;
-    } else if b["orphanDependents"].as_bool() == Some(true) || q.flag("orphanDependents") {
-        opts.propagation = Propagation::Orphan;
-    }
-    opts.grace_period = match b.get("gracePeriodSeconds") {
-        Some(v) if !v.is_null() => Some(v.as_i64().ok_or_else(|| {
-            ApiError::bad_request(format!("gracePeriodSeconds must be an integer, not {v}"))
-        })?),
-        _ => q
-            .non_empty("gracePeriodSeconds")
-            .map(|v| {
-                v.parse::<i64>().map_err(|_| {
-                    ApiError::bad_request(format!(
-                        "gracePeriodSeconds must be an integer, not {v:?}"
-                    ))
-                })
-            })
-            .transpose()?,
-    };
-    opts.uid = b["preconditions"]["uid"].as_str().map(str::to_owned);
-    opts.resource_version = b["preconditions"]["resourceVersion"]
-        .as_str()
-        .map(str::to_owned);
-    Ok(opts)
-}
-
 async fn delete_collection(
     ctx: &Ctx,
     ns: Option<&str>,
+    ct: &str,
     body: &[u8],
 ) -> ApiResult<Response<RespBody>> {
     let filter = Filter::parse(&ctx.res, &ctx.q, ns, None)?;
-    let opts = delete_options(&ctx.q, body)?;
+    let opts = DeleteOptions::read(&ctx.q, ct, body)?;
     let mut items = Vec::new();
     let mut last_ack = None;
     {

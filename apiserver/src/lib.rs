@@ -21,6 +21,7 @@ mod convert;
 mod defaults;
 mod discovery;
 mod durability;
+mod eviction;
 mod fields;
 mod files;
 mod filter;

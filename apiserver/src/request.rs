@@ -98,14 +98,25 @@ pub(crate) fn decode_body_as(
     bytes: &[u8],
     default: Option<(&crate::resources::Resource, &str)>,
 ) -> ApiResult<Value> {
+    let default = default.map(|(r, v)| (r.api_version(v), r.kind.clone()));
+    decode_body_typed(
+        ct,
+        bytes,
+        default.as_ref().map(|(a, k)| (a.as_str(), k.as_str())),
+    )
+}
+
+/// [`decode_body`], where a protobuf envelope without a type is taken to
+/// be of `default` (`apiVersion`, `kind`).
+pub(crate) fn decode_body_typed(
+    ct: &str,
+    bytes: &[u8],
+    default: Option<(&str, &str)>,
+) -> ApiResult<Value> {
     let mime = ct.split(';').next().unwrap_or("").trim();
     let v = if mime == "application/vnd.kubernetes.protobuf" {
-        let default = default.map(|(r, v)| (r.api_version(v), r.kind.clone()));
-        crate::proto::decode(
-            bytes,
-            default.as_ref().map(|(a, k)| (a.as_str(), k.as_str())),
-        )
-        .map_err(|e| ApiError::new(415, "UnsupportedMediaType", e))?
+        crate::proto::decode(bytes, default)
+            .map_err(|e| ApiError::new(415, "UnsupportedMediaType", e))?
     } else if mime.ends_with("yaml") {
         crate::yaml::from_slice(bytes).map_err(|e| e.to_api())?
     } else if mime.is_empty() || mime.ends_with("json") || mime == "*/*" {

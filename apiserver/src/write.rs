@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::admission::{self, Review};
 use crate::object::{self, meta_mut};
+use crate::request::{self as rq, Query};
 use crate::resources;
 use crate::scope::Req;
 use crate::state::{AckRx, Current, FollowUp, Obj, State};
@@ -53,6 +54,61 @@ pub(crate) struct DeleteOptions {
     pub(crate) resource_version: Option<String>,
     /// `gracePeriodSeconds`: for pods, how long the kubelet gets.
     pub(crate) grace_period: Option<i64>,
+}
+
+impl DeleteOptions {
+    /// The `DeleteOptions` of a delete: its body's (JSON, YAML or protobuf, as
+    /// client-go's typed clients send it), else its query's.
+    pub(crate) fn read(q: &Query, ct: &str, body: &[u8]) -> ApiResult<Self> {
+        let b: Value = if body.iter().all(u8::is_ascii_whitespace) {
+            json!({})
+        } else {
+            rq::decode_body_typed(ct, body, Some(("v1", "DeleteOptions"))).map_err(|e| {
+                ApiError::new(
+                    e.code,
+                    e.reason,
+                    format!("invalid DeleteOptions: {}", e.message),
+                )
+            })?
+        };
+        Self::of(q, &b)
+    }
+
+    /// Reads `DeleteOptions` from `b` (a body's, or an eviction's), with the
+    /// query's where the body leaves a field out.
+    pub(crate) fn of(q: &Query, b: &Value) -> ApiResult<Self> {
+        let mut opts = Self::default();
+        let policy = b["propagationPolicy"]
+            .as_str()
+            .or(q.non_empty("propagationPolicy"));
+        if let Some(p) = policy {
+            opts.propagation = Propagation::parse(p).ok_or_else(|| {
+                ApiError::bad_request(format!("propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""))
+            })?;
+        } else if b["orphanDependents"].as_bool() == Some(true) || q.flag("orphanDependents") {
+            opts.propagation = Propagation::Orphan;
+        }
+        opts.grace_period = match b.get("gracePeriodSeconds") {
+            Some(v) if !v.is_null() => Some(v.as_i64().ok_or_else(|| {
+                ApiError::bad_request(format!("gracePeriodSeconds must be an integer, not {v}"))
+            })?),
+            _ => q
+                .non_empty("gracePeriodSeconds")
+                .map(|v| {
+                    v.parse::<i64>().map_err(|_| {
+                        ApiError::bad_request(format!(
+                            "gracePeriodSeconds must be an integer, not {v:?}"
+                        ))
+                    })
+                })
+                .transpose()?,
+        };
+        opts.uid = b["preconditions"]["uid"].as_str().map(str::to_owned);
+        opts.resource_version = b["preconditions"]["resourceVersion"]
+            .as_str()
+            .map(str::to_owned);
+        Ok(opts)
+    }
 }
 
 /// A pod's graceful-deletion period for this delete, as the real server

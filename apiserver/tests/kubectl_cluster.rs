@@ -2,7 +2,9 @@
 //! schemas (`explain`, validation of a `kind: List`, unknown fields),
 //! reviews (`auth can-i`, `auth whoami`), service account tokens (`create
 //! token`, then used), HPA `autoscaling/v1` (`autoscale`), CSR approval,
-//! field selectors, aggregated discovery (`api-resources`).
+//! field selectors, aggregated discovery (`api-resources`), `drain`
+//! (evictions through a PodDisruptionBudget, and deletes with protobuf
+//! `DeleteOptions`).
 
 mod common;
 
@@ -287,4 +289,122 @@ async fn the_groups_and_objects_every_cluster_has() {
         out.contains("kube-system") && out.contains("default"),
         "{out}"
     );
+}
+
+/// A node `node` and a running, ready pod `name` labelled `app=web` on it.
+fn running_pod_on(k: &Kube, node: &str, name: &str) {
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some(&format!(
+            "
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, labels: {{app: web}}}}
+spec:
+  nodeName: {node}
+  containers: [{{name: web, image: nginx}}]
+"
+        )),
+    );
+    k.ok(&[
+        "patch",
+        "pod",
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}"#,
+    ]);
+}
+
+/// What a disruption controller would write: `allowed` disruptions left.
+fn budget_allows(k: &Kube, allowed: i64) {
+    let patch = format!(
+        r#"{{"status": {{"observedGeneration": 1, "disruptionsAllowed": {allowed}, "currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2}}}}"#
+    );
+    k.ok(&[
+        "patch",
+        "pdb",
+        "web",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &patch,
+    ]);
+}
+
+/// `kubectl drain` evicts through `pods/eviction`, which honours the
+/// pods' PodDisruptionBudget: one disruption allowed, one pod evicted, the
+/// other refused (429, retried by kubectl until its timeout) until the
+/// budget allows another. With `--disable-eviction` kubectl deletes
+/// instead, sending `DeleteOptions` as protobuf.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn drain_evicts_within_the_disruption_budget() {
+    let k = Kube::new().await;
+    let resources = k.ok(&["api-resources", "--api-group=policy", "-o", "name"]);
+    assert!(resources.contains("poddisruptionbudgets"), "{resources}");
+    for node in ["n1", "n2"] {
+        k.ok_in(
+            &["apply", "-f", "-"],
+            Some(&format!(
+                "apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"
+            )),
+        );
+    }
+    running_pod_on(&k, "n1", "a");
+    running_pod_on(&k, "n1", "b");
+    k.ok(&[
+        "create",
+        "pdb",
+        "web",
+        "--selector=app=web",
+        "--min-available=1",
+    ]);
+    budget_allows(&k, 1);
+
+    // `--force`: these pods have no controller to replace them.
+    let err = k.fail(
+        &["drain", "n1", "--grace-period=0", "--force", "--timeout=7s"],
+        None,
+    );
+    assert!(
+        err.contains("Cannot evict pod as it would violate the pod's disruption budget."),
+        "{err}"
+    );
+    let left = |k: &Kube| {
+        let pods = k.json(&["get", "pods"]);
+        pods["items"].as_array().unwrap().len()
+    };
+    assert_eq!(left(&k), 1, "exactly one pod evicted");
+    let pdb = k.json(&["get", "pdb", "web"]);
+    assert_eq!(pdb["status"]["disruptionsAllowed"], 0);
+    let disrupted = pdb["status"]["disruptedPods"].as_object().unwrap();
+    assert_eq!(disrupted.len(), 1, "{pdb}");
+    assert!(!k.exists(&["get", "pod", disrupted.keys().next().unwrap()]));
+    let node = k.json(&["get", "node", "n1"]);
+    assert_eq!(node["spec"]["unschedulable"], true, "drain cordons first");
+
+    budget_allows(&k, 1);
+    let out = k.ok(&[
+        "drain",
+        "n1",
+        "--grace-period=0",
+        "--force",
+        "--timeout=20s",
+    ]);
+    assert!(out.contains("node/n1 drained"), "{out}");
+    assert_eq!(left(&k), 0);
+
+    // Deletes instead of evictions: protobuf DeleteOptions.
+    running_pod_on(&k, "n2", "c");
+    let out = k.ok(&[
+        "drain",
+        "n2",
+        "--disable-eviction",
+        "--grace-period=0",
+        "--force",
+        "--timeout=20s",
+    ]);
+    assert!(out.contains("pod/c deleted"), "{out}");
+    assert_eq!(left(&k), 0);
 }

@@ -35,7 +35,7 @@ KINDS = [
 ] + ["apps.v1." + k for k in ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet",
                               "ControllerRevision"]] + [
     "batch.v1.Job", "batch.v1.CronJob", "autoscaling.v2.HorizontalPodAutoscaler",
-    "policy.v1.PodDisruptionBudget", "rbac.v1.Role", "rbac.v1.RoleBinding",
+    "policy.v1.PodDisruptionBudget", "policy.v1.Eviction", "rbac.v1.Role", "rbac.v1.RoleBinding",
     "rbac.v1.ClusterRole", "rbac.v1.ClusterRoleBinding", "networking.v1.Ingress",
     "networking.v1.IngressClass", "networking.v1.NetworkPolicy",
     "discovery.v1.EndpointSlice", "scheduling.v1.PriorityClass",
