@@ -76,6 +76,7 @@ impl Ctx {
                 let t = table::table(
                     &self.res,
                     std::iter::once(&o.value()),
+                    table::RowObject::of(&self.q).unwrap_or(table::RowObject::Metadata),
                     Some(o.rv.to_string()),
                     None,
                     true,

@@ -60,6 +60,9 @@ pub(crate) async fn resource(
         user,
         warnings: std::sync::Mutex::new(Vec::new()),
     };
+    if ctx.shape == represent::Shape::Table {
+        crate::table::RowObject::of(&ctx.q)?;
+    }
     let method = req.method().clone();
     let ct = header(&req, "content-type").to_owned();
     let ua = header(&req, "user-agent").to_owned();

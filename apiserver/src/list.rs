@@ -137,7 +137,15 @@ pub(crate) fn list(ctx: &Ctx, ns: Option<&str>) -> ApiResult<Response<RespBody>>
     match ctx.shape {
         Shape::Table => {
             let values: Vec<_> = selected.iter().map(|o| o.value()).collect();
-            let t = table::table(&ctx.res, values.iter(), Some(at.to_string()), cont, true);
+            let rows = table::RowObject::of(&ctx.q)?;
+            let t = table::table(
+                &ctx.res,
+                values.iter(),
+                rows,
+                Some(at.to_string()),
+                cont,
+                true,
+            );
             return Ok(rq::json(200, &t));
         }
         Shape::Metadata => {

@@ -5,7 +5,9 @@
 use serde_json::{Value, json};
 
 use crate::printers::{self, Column};
+use crate::request::Query;
 use crate::resources::Resource;
+use crate::status::{ApiError, ApiResult};
 use crate::time::{human_age, now_secs, parse_rfc3339};
 
 fn definition(name: &str, typ: &str, format: &str, priority: i64) -> Value {
@@ -101,16 +103,50 @@ pub(crate) fn cells(res: &Resource, v: &Value) -> Vec<Value> {
     built_in(res).iter().map(|c| (c.cell)(v)).collect()
 }
 
+/// What each row of a Table carries beside its cells (`includeObject`):
+/// the object's metadata unless the client asks for all of it (`kubectl
+/// get --sort-by` sorts by the rows' objects) or for none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RowObject {
+    None,
+    Metadata,
+    Object,
+}
+
+impl RowObject {
+    /// The request's `includeObject`, in kube's words when it is none of
+    /// the three.
+    pub(crate) fn of(q: &Query) -> ApiResult<Self> {
+        match q.get("includeObject").unwrap_or_default() {
+            "" | "Metadata" => Ok(Self::Metadata),
+            "Object" => Ok(Self::Object),
+            "None" => Ok(Self::None),
+            other => Err(ApiError::bad_request(format!(
+                "unrecognized includeObject value: {other:?}"
+            ))),
+        }
+    }
+
+    fn of_row(self, o: &Value) -> Value {
+        match self {
+            Self::None => Value::Null,
+            Self::Metadata => crate::represent::partial(o),
+            Self::Object => o.clone(),
+        }
+    }
+}
+
 /// A Table of `objects`; `with_columns` false leaves out the definitions (watch events after the first).
 pub(crate) fn table<'a>(
     res: &Resource,
     objects: impl Iterator<Item = &'a Value>,
+    rows_carry: RowObject,
     rv: Option<String>,
     cont: Option<String>,
     with_columns: bool,
 ) -> Value {
     let rows: Vec<Value> = objects
-        .map(|o| json!({"cells": cells(res, o), "object": crate::represent::partial(o)}))
+        .map(|o| json!({"cells": cells(res, o), "object": rows_carry.of_row(o)}))
         .collect();
     let mut meta = json!({});
     if let Some(rv) = rv {
@@ -166,6 +202,7 @@ mod tests {
         let t = table(
             &res("configmaps"),
             [&obj].into_iter(),
+            RowObject::Metadata,
             Some("5".into()),
             None,
             true,
@@ -173,5 +210,33 @@ mod tests {
         assert_eq!(t["rows"][0]["cells"][1], 1);
         assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
         assert_eq!(t["metadata"]["resourceVersion"], "5");
+    }
+
+    /// `includeObject`: the whole object (what `kubectl get --sort-by`
+    /// sorts by), its metadata (the default) or nothing.
+    #[test]
+    fn rows_carry_what_include_object_asks() {
+        let obj = json!({"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}});
+        let row = |include: &str| {
+            let q = Query::parse(Some(&format!("includeObject={include}")));
+            let rows = RowObject::of(&q).unwrap();
+            table(
+                &res("configmaps"),
+                [&obj].into_iter(),
+                rows,
+                None,
+                None,
+                false,
+            )["rows"][0]["object"]
+                .clone()
+        };
+        assert_eq!(row("Object"), obj);
+        assert_eq!(row("Metadata")["kind"], "PartialObjectMetadata");
+        assert_eq!(row("None"), Value::Null);
+        let q = Query::parse(Some("includeObject=All"));
+        assert_eq!(
+            RowObject::of(&q).unwrap_err().message,
+            "unrecognized includeObject value: \"All\""
+        );
     }
 }

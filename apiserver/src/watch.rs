@@ -36,6 +36,8 @@ struct Watcher {
     version: String,
     filter: Filter,
     shape: Shape,
+    /// What a Table's rows carry (`includeObject`).
+    rows: table::RowObject,
     table_columns_sent: bool,
     tx: mpsc::Sender<Bytes>,
 }
@@ -53,7 +55,14 @@ impl Watcher {
             Shape::Table => {
                 let with = !self.table_columns_sent;
                 self.table_columns_sent = true;
-                table::table(&self.res, std::iter::once(&obj.value()), None, None, with)
+                table::table(
+                    &self.res,
+                    std::iter::once(&obj.value()),
+                    self.rows,
+                    None,
+                    None,
+                    with,
+                )
             }
             Shape::Metadata => represent::partial(&obj.value()),
             Shape::Object => {
@@ -160,12 +169,14 @@ pub(crate) fn serve(
         .map(Duration::from_secs)
         .unwrap_or(DEFAULT_TIMEOUT);
     let synthetic = send_initial || rv.is_none() || rv == Some("0");
+    let rows = table::RowObject::of(q)?;
     let (tx, rx) = mpsc::channel(LINE_BUFFER);
     let mut w = Watcher {
         version: version.to_owned(),
         res,
         filter,
         shape,
+        rows,
         table_columns_sent: false,
         tx,
     };
@@ -285,6 +296,7 @@ mod tests {
             res,
             filter,
             shape: Shape::Object,
+            rows: table::RowObject::Metadata,
             table_columns_sent: false,
             tx,
         }

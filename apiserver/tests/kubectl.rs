@@ -681,3 +681,33 @@ async fn install_manifests_of_common_kinds_apply() {
     assert!(role["metadata"].get("generation").is_none(), "{role:#}");
     assert_eq!(role["rules"][0]["resources"][0], "pods");
 }
+
+/// `kubectl get --sort-by` asks for tables whose rows carry the whole
+/// object (`includeObject=Object`) and sorts by a field of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn get_sorts_by_a_field_of_the_objects() {
+    let k = Kube::new().await;
+    for (name, rank) in [("b", 1), ("a", 2), ("c", 0)] {
+        let rank = rank.to_string();
+        k.ok(&[
+            "create",
+            "configmap",
+            name,
+            &format!("--from-literal=rank={rank}"),
+        ]);
+        k.ok(&["label", "configmap", name, "sorted=yes"]);
+    }
+    let out = k.ok(&[
+        "get",
+        "configmaps",
+        "-l",
+        "sorted=yes",
+        "--sort-by=.data.rank",
+        "--no-headers",
+    ]);
+    let names: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names, ["c", "b", "a"], "{out}");
+}
