@@ -49,10 +49,11 @@ pub(crate) fn reconcile(req: &Request) -> Result<Outcome, Error> {
         // claim one, and report nothing (no status, no Lease, no pod
         // started) until the block is the node's own — two nodes that
         // claimed one block at once would otherwise report one address.
-        return Ok(Outcome::new().merge_patch(
-            node_ref,
-            json!({"spec": {"podCIDR": claim, "podCIDRs": [claim]}}),
-        ));
+        // Missing well-known labels go in the same write.
+        let mut patch = node_patch(&node, false, now).unwrap_or_else(|| json!({}));
+        patch["spec"]["podCIDR"] = json!(claim);
+        patch["spec"]["podCIDRs"] = json!([claim]);
+        return Ok(Outcome::new().merge_patch(node_ref, patch));
     }
     let node_ip = node_status::node_ip(&node, network::node_ip(cidr));
     let taints: Vec<Taint<'_>> = node
