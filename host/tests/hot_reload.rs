@@ -12,6 +12,7 @@ use windlass::client::ApiClient;
 use windlass::host::{Host, HostConfig};
 use windlass::plugin_dir::{DEBOUNCE, PluginDir};
 use windlass::runtime::RuntimeConfig;
+use windlass_apiserver::RunningServer;
 
 const RS: &str = "/apis/apps/v1/namespaces/default/replicasets";
 
@@ -43,8 +44,15 @@ async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
     }
 }
 
-/// A host with no compiled-artifact cache, reconciling through `client`.
-fn host_for(client: &ApiClient) -> Arc<Host> {
+/// An in-memory server, a client of it, and a host (with no
+/// compiled-artifact cache) reconciling through that client.
+async fn started() -> (RunningServer, ApiClient, Arc<Host>) {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
+        .await
+        .unwrap();
+    let client = ApiClient::from_kubeconfig_yaml(&server.kubeconfig())
+        .await
+        .unwrap();
     let config = HostConfig {
         runtime: RuntimeConfig {
             artifact_dir: None,
@@ -52,7 +60,8 @@ fn host_for(client: &ApiClient) -> Arc<Host> {
         },
         ..HostConfig::default()
     };
-    Arc::new(Host::new(client.clone(), config).unwrap())
+    let host = Arc::new(Host::new(client.clone(), config).unwrap());
+    (server, client, host)
 }
 
 /// Writes `bytes` to `to` the way deploy tools do: a hidden temp, then a rename.
@@ -64,13 +73,7 @@ fn install(dir: &Path, name: &str, bytes: &[u8]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plugins_come_go_and_survive_broken_updates() {
-    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
-        .await
-        .unwrap();
-    let client = ApiClient::from_kubeconfig_yaml(&server.kubeconfig())
-        .await
-        .unwrap();
-    let host = host_for(&client);
+    let (server, client, host) = started().await;
     let dir = tempfile::tempdir().unwrap();
     let _watch = PluginDir::watch(dir.path(), host.clone()).await.unwrap();
 
@@ -159,13 +162,7 @@ async fn plugins_come_go_and_survive_broken_updates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_directory_is_kept_in_step_as_a_whole() {
     use std::os::unix::fs::symlink;
-    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
-        .await
-        .unwrap();
-    let client = ApiClient::from_kubeconfig_yaml(&server.kubeconfig())
-        .await
-        .unwrap();
-    let host = host_for(&client);
+    let (server, _client, host) = started().await;
     let outside = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -311,13 +308,7 @@ async fn the_directory_is_kept_in_step_as_a_whole() {
 /// passing by), while a new file still is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reading_the_plugins_is_not_a_change() {
-    let server = windlass_apiserver::start(windlass_apiserver::Config::new().in_memory())
-        .await
-        .unwrap();
-    let client = ApiClient::from_kubeconfig_yaml(&server.kubeconfig())
-        .await
-        .unwrap();
-    let host = host_for(&client);
+    let (server, _client, host) = started().await;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::copy(windlass_tests::plugin("test-noop"), d.join("noop.wasm")).unwrap();
