@@ -7,7 +7,9 @@
 //! Sizes: `WINDLASS_BENCH_NODES` (1,000), `WINDLASS_BENCH_REPLICAS`
 //! (10,000), `WINDLASS_BENCH_ANTI` (1,000 pods with required pod
 //! anti-affinity, one per node); `WINDLASS_BENCH_ONLY=chain,anti,decision`
-//! picks parts. Prints a table; asserts only that the work was done.
+//! picks parts; `WINDLASS_BENCH_BIN` runs another `windlass` binary (to
+//! compare two builds), `WINDLASS_BENCH_KUBELET_SETTINGS` (JSON) gives the
+//! kubelet plugin other settings. Prints a table; asserts only that the work was done.
 //!
 //! The API server runs in this process (in memory, as `windlass run
 //! --embedded` without `--data`), the host as a child process, so the
@@ -311,8 +313,22 @@ impl Host {
             )
             .unwrap();
         }
+        // A diagnostic, never the row as printed: the kubelet run with other
+        // settings (`{"containerStartEvents": false}`: no Pulled, Created
+        // and Started events, as kwok records none).
+        if let Ok(settings) = std::env::var("WINDLASS_BENCH_KUBELET_SETTINGS") {
+            std::fs::write(
+                plugins.join("kubelet.instances.yaml"),
+                format!("instances:\n- name: kubelet\n  settings: {settings}\n"),
+            )
+            .unwrap();
+        }
         let log = std::fs::File::create(dir.join("host.log")).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_windlass"))
+        // `WINDLASS_BENCH_BIN` runs another build of the host (A/B runs of
+        // two builds in one session).
+        let bin = std::env::var_os("WINDLASS_BENCH_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_windlass").into());
+        let child = Command::new(bin)
             .arg("run")
             .arg("--kubeconfig")
             .arg(kubeconfig)
