@@ -398,3 +398,72 @@ async fn inline_attempts_finish_or_hand_the_call_back() {
     .expect_err("test-trap traps");
     assert!(trap.to_string().contains("deliberate panic"), "{trap}");
 }
+
+/// `index` and `map` may share an instance between calls (they are pure),
+/// on terms a plugin that keeps state anyway cannot stretch: `test-hostile`
+/// counts its `index` calls in a static and files objects under the count.
+/// An instance is kept only after a call that ended cleanly and made no
+/// WASI call, grew no more than a few MiB and refused nothing; it is
+/// retired after a thousand calls; and `reconcile` never gets one.
+#[test]
+fn pure_calls_share_an_instance_only_while_it_stays_clean() {
+    let rt = runtime();
+    let plugin = load(&rt, "test-hostile");
+    let budget = Duration::from_millis(500);
+    let object = |attack: &str| {
+        serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "hostile"}, "data": {"attack": attack}})
+        .to_string()
+    };
+    let index = |attack: &str| -> Result<Option<String>, PluginError> {
+        let entry = plugin
+            .try_index(&object(attack), Arc::new(EmptyCache), budget)
+            .expect("the call finishes inline")?;
+        Ok(entry.map(|e| e.keys.concat()))
+    };
+    let count = || index("stateful").expect("a clean call").expect("an entry");
+
+    assert_eq!(count(), "calls-1");
+    assert_eq!(count(), "calls-2", "the instance was kept");
+    assert_eq!(count(), "calls-3");
+
+    // A reconcile gets a fresh instance: it saw no index call.
+    let seen = plugin
+        .reconcile(
+            &request(&serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c", "namespace": "hostile"}, "data": {"attack": "stateful"}})),
+            Arc::new(EmptyCache),
+        )
+        .expect("reconcile");
+    assert_eq!(seen.events[0].message, "calls-0", "{seen:?}");
+
+    // A trap, a refused read, a WASI call or a grown memory ends the
+    // instance: the next call starts from nothing.
+    let err = index("index-trap").expect_err("the trap fails the call");
+    assert!(err.to_string().contains("unreachable"), "{err}");
+    assert_eq!(count(), "calls-1", "not kept after a trap");
+    assert_eq!(count(), "calls-2");
+    let err = index("index-refused").expect_err("the refused read fails the call");
+    assert!(err.to_string().contains("Pod"), "{err}");
+    assert_eq!(count(), "calls-1", "not kept after a refused read");
+    assert_eq!(index("index-clock").unwrap().as_deref(), Some("calls-2"));
+    assert_eq!(count(), "calls-1", "not kept after a WASI call");
+    assert_eq!(index("index-grow").unwrap().as_deref(), Some("calls-2"));
+    assert_eq!(count(), "calls-1", "not kept past its memory bound");
+
+    // Retired after a thousand calls.
+    for n in 2..=1000 {
+        assert_eq!(count(), format!("calls-{n}"));
+    }
+    assert_eq!(count(), "calls-1", "retired after 1,000 calls");
+
+    // Another load of the same component keeps its own.
+    let other = load(&rt, "test-hostile");
+    let entry = other
+        .try_index(&object("stateful"), Arc::new(EmptyCache), budget)
+        .expect("inline")
+        .expect("clean")
+        .expect("an entry");
+    assert_eq!(entry.keys, ["calls-1"]);
+    assert_eq!(count(), "calls-2");
+}

@@ -102,6 +102,7 @@ impl Runtime {
             digest,
             file: file.clone(),
             schedule: Default::default(),
+            warm: Default::default(),
         };
         ask_manifest(plugin)
     }
@@ -168,6 +169,7 @@ impl PluginInner {
             digest: self.digest.clone(),
             file: self.file.clone(),
             schedule: Default::default(),
+            warm: Default::default(),
         }
     }
 }

@@ -25,6 +25,8 @@
 //! - `state.rs`: per-call state and the host side of the imports;
 //! - `sandbox.rs`: WASI as a plugin sees it (frozen clock, bounded output,
 //!   nothing that waits); `inline.rs`: the linking for inline calls;
+//! - `warm.rs`: instances kept between a plugin's pure calls (`index`,
+//!   `map`);
 //! - `slots.rs`: instance slots and the epoch ticker; `artifacts.rs`: the
 //!   precompiled-artifact cache; `errors.rs`: [`LoadError`], [`PluginError`].
 //!
@@ -44,6 +46,7 @@ mod sandbox;
 mod schedule;
 mod slots;
 mod state;
+mod warm;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -112,6 +115,8 @@ struct RuntimeInner {
     config: RuntimeConfig,
     artifacts: Option<artifacts::ArtifactCache>,
     slots: Slots,
+    /// Instances kept between pure calls, across every plugin (`warm.rs`).
+    kept: warm::KeptCount,
     ticker: EpochTicker,
 }
 
@@ -136,10 +141,12 @@ impl Runtime {
     pub fn new(config: RuntimeConfig) -> anyhow::Result<Self> {
         let mut pool = PoolingAllocationConfig::default();
         let slots = config.max_instances.max(1);
-        pool.total_component_instances(slots)
-            .total_core_instances(slots * 8)
-            .total_memories(slots * 2)
-            .total_tables(slots * 8)
+        // Calls take up to `slots` instances; kept ones have their own.
+        let instances = slots + warm::MAX_KEPT as u32;
+        pool.total_component_instances(instances)
+            .total_core_instances(instances * 8)
+            .total_memories(instances * 2)
+            .total_tables(instances * 8)
             .max_memories_per_component(4)
             .max_memory_size(config.memory_limit.next_multiple_of(64 << 10).max(1 << 20));
         // A fresh instance per call makes slot recycling the hot path. By
@@ -198,6 +205,7 @@ impl Runtime {
                 linkers,
                 artifacts,
                 slots: Slots::new(slots as usize),
+                kept: Default::default(),
                 ticker,
                 config,
             }),

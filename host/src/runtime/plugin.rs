@@ -60,6 +60,8 @@ pub(super) struct PluginInner {
     pub(super) file: String,
     /// Where the next call from async code runs (`schedule.rs`).
     pub(super) schedule: super::schedule::Schedule,
+    /// Instances kept between pure calls (`warm.rs`).
+    pub(super) warm: super::warm::Warm,
 }
 
 impl Plugin {
@@ -163,9 +165,9 @@ impl Plugin {
         cache: Arc<dyn CacheReader>,
         budget: Duration,
     ) -> Option<Result<Vec<ObjectRef>, PluginError>> {
-        let refs = self.inner.try_call("map", true, cache, budget, |e, i, s| {
-            e.call_map(s, i, changed)
-        })?;
+        let refs = self
+            .inner
+            .try_pure_call("map", cache, budget, |e, i, s| e.call_map(s, i, changed))?;
         Some(refs.and_then(|refs| self.primary_refs(refs)))
     }
 
@@ -191,9 +193,7 @@ impl Plugin {
     ) -> Option<Result<Option<IndexEntry>, PluginError>> {
         let entry = self
             .inner
-            .try_call("index", true, cache, budget, |e, i, s| {
-                e.call_index(s, i, object)
-            })?;
+            .try_pure_call("index", cache, budget, |e, i, s| e.call_index(s, i, object))?;
         Some(entry.and_then(|entry| self.checked_entry(entry)))
     }
 
@@ -316,6 +316,53 @@ impl PluginInner {
                 return None;
             }
             Some(self.finish(export, result, &store))
+        })
+    }
+
+    /// [`PluginInner::try_call`] for a pure export (`index`, `map`): in an
+    /// instance kept from an earlier pure call when there is one, and the
+    /// instance kept afterwards if the call ended cleanly (`warm.rs`).
+    fn try_pure_call<R>(
+        &self,
+        export: &'static str,
+        cache: Arc<dyn CacheReader>,
+        budget: Duration,
+        f: impl FnOnce(&Exports, &Instance, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> Option<Result<R, PluginError>> {
+        let pre = self.inline.as_ref()?;
+        let rt = &self.runtime;
+        lift::within(&rt.config.output, || {
+            // A kept instance needs no slot: the pool has its own for them.
+            let mut _slot = None;
+            let (mut store, instance, was_kept) = match self.warm.take() {
+                Some(kept) => {
+                    let (mut store, instance, was_kept) = kept.into_parts();
+                    store
+                        .data_mut()
+                        .reuse(cache, SystemTime::now(), Instant::now() + budget);
+                    store.set_epoch_deadline(rt.ticker.ticks_for(budget));
+                    (store, Ok(instance), Some(was_kept))
+                }
+                None => {
+                    _slot = Some(rt.slots.try_acquire()?);
+                    let mut store = self.new_store(true, cache, budget);
+                    let instance = pre.instantiate(&mut store);
+                    (store, instance, None)
+                }
+            };
+            let result = instance.and_then(|i| f(&self.exports, &i, &mut store).map(|r| (r, i)));
+            if let Err(e) = &result
+                && (matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt))
+                    || e.downcast_ref::<DeadlinePassed>().is_some()
+                    || e.downcast_ref::<inline::NeedsThread>().is_some())
+            {
+                return None;
+            }
+            let result = self.finish(export, result, &store);
+            Some(result.map(|(r, instance)| {
+                self.warm.keep(&rt.kept, store, instance, was_kept);
+                r
+            }))
         })
     }
 

@@ -85,6 +85,34 @@ impl CallState {
         self.deadline = deadline;
     }
 
+    /// Readies a kept instance's state for its next call (see `warm.rs`):
+    /// that call's caches, clock and deadline, and nothing of the last
+    /// call's reads.
+    pub(crate) fn reuse(
+        &mut self,
+        cache: Arc<dyn CacheReader>,
+        now: SystemTime,
+        deadline: Instant,
+    ) {
+        self.cache = cache;
+        self.started = now;
+        self.deadline = deadline;
+        self.violations.clear();
+        self.index_reads.clear();
+    }
+
+    /// Whether an instance whose call ended cleanly may be kept for
+    /// another: it made no WASI call (its clock would stay frozen at this
+    /// call's start), holds no resources, refused nothing, and its memory
+    /// is within `max_memory`.
+    pub(crate) fn reusable(&self, max_memory: usize) -> bool {
+        self.wasi.is_none()
+            && self.table.is_empty()
+            && self.violations.is_empty()
+            && !self.limiter.exceeded
+            && self.limiter.used <= max_memory
+    }
+
     pub(crate) fn table(&mut self) -> &mut ResourceTable {
         &mut self.table
     }
