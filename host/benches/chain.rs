@@ -235,6 +235,7 @@ async fn rollout(nodes: usize, replicas: usize, anti_affinity: bool) -> Rollout 
     let requests_before = host.sums(admin, "rest_client_requests_total", "method");
     let reconciles_before = host.sums(admin, "windlass_reconciles_total", "plugin");
     let writes_before = host.sums(admin, "windlass_writes_total", "plugin");
+    let events_before = host.sums(admin, "windlass_informer_events_total", "informer");
     let cpu_before = host.cpu_seconds();
     let started = Instant::now();
     post(
@@ -271,6 +272,11 @@ async fn rollout(nodes: usize, replicas: usize, anti_affinity: bool) -> Rollout 
             "writes",
             writes_before,
             host.sums(admin, "windlass_writes_total", "plugin"),
+        ),
+        (
+            "watch events",
+            events_before,
+            host.sums(admin, "windlass_informer_events_total", "informer"),
         ),
     ] {
         let per_pod: Vec<String> = after
