@@ -9,6 +9,7 @@
 //! rules about kinds and namespaces; `windlass_selector::names` holds the
 //! name rules both use.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -299,10 +300,11 @@ fn validate_finalizer(finalizer: &str) -> Result<(), String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     pub key: ObjectRef,
-    /// The primary object as JSON text, or none if it is gone.
-    pub object: Option<String>,
+    /// The primary object as JSON text, or none if it is gone (shared with
+    /// the cache that holds it, not copied).
+    pub object: Option<Arc<str>>,
     /// Owned children as JSON text.
-    pub owned: Vec<String>,
+    pub owned: Vec<Arc<str>>,
     pub attempt: u32,
     /// The host's clock when the request was built, in milliseconds since
     /// the Unix epoch (0.2; a 0.1 plugin reads the same instant from WASI).
@@ -316,8 +318,8 @@ impl Request {
     pub fn new(key: ObjectRef, object: Option<String>, owned: Vec<String>) -> Self {
         Self {
             key,
-            object,
-            owned,
+            object: object.map(Arc::from),
+            owned: owned.into_iter().map(Arc::from).collect(),
             attempt: 0,
             now_ms: now_ms(),
             last_failure: None,

@@ -148,8 +148,8 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectKey) -> Result<Option<Durat
     let mut owned = owned_children(shared, object.as_deref(), |o| o.index.is_none());
     let request = Request {
         key: primary.clone(),
-        object: object.as_ref().map(|o| o.text().to_string()),
-        owned: owned.iter().map(|(_, o)| o.text().to_string()).collect(),
+        object: object.as_ref().map(|o| o.text().clone()),
+        owned: owned.iter().map(|(_, o)| o.text().clone()).collect(),
         attempt: shared.queue.failures(key),
         now_ms: now_ms(),
         last_failure: lock(&shared.retries).last_failure(key),

@@ -282,7 +282,7 @@ impl<'a> From<&'a contract::ObjectRef> for ObjectRefParam<'a> {
 struct RequestV1<'a> {
     key: ObjectRefParam<'a>,
     object: Option<&'a str>,
-    owned: &'a [String],
+    owned: Vec<&'a str>,
     attempt: u32,
 }
 
@@ -291,7 +291,7 @@ impl<'a> From<&'a contract::Request> for RequestV1<'a> {
         RequestV1 {
             key: (&r.key).into(),
             object: r.object.as_deref(),
-            owned: &r.owned,
+            owned: r.owned.iter().map(|t| &**t).collect(),
             attempt: r.attempt,
         }
     }
@@ -313,7 +313,7 @@ struct WriteFailureParam<'a> {
 struct RequestV2<'a> {
     key: ObjectRefParam<'a>,
     object: Option<&'a str>,
-    owned: &'a [String],
+    owned: Vec<&'a str>,
     attempt: u32,
     #[component(name = "now-ms")]
     now_ms: u64,
@@ -326,7 +326,7 @@ impl<'a> From<&'a contract::Request> for RequestV2<'a> {
         RequestV2 {
             key: (&r.key).into(),
             object: r.object.as_deref(),
-            owned: &r.owned,
+            owned: r.owned.iter().map(|t| &**t).collect(),
             attempt: r.attempt,
             now_ms: r.now_ms,
             last_failure: r.last_failure.as_ref().map(|f| WriteFailureParam {
