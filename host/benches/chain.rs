@@ -37,6 +37,11 @@ use windlass_tests::{free_port, http_get, thousands};
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
+/// The API server runs in this process, with the allocator it has in the
+/// `windlass` binary (`windlass run --embedded`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const PLUGINS: [&str; 4] = ["deployment", "replicaset", "scheduler", "kubelet"];
 /// Concurrent clients creating nodes.
 const WRITERS: usize = 16;

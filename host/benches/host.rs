@@ -67,6 +67,12 @@ const WRITERS: u64 = 32;
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
+/// The allocator of the `windlass` binary, so that the host measured here
+/// (and its resident memory) is the one users run; the peer, in the same
+/// process, gets it too.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Clone)]
 struct Sizes {
     pods: u64,
