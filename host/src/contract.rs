@@ -9,14 +9,13 @@
 //! rules about kinds and namespaces; `windlass_selector::names` holds the
 //! name rules both use.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use windlass_selector::{FieldSelector, LabelSelector, names};
 
-pub use crate::model::{KindRef, ObjectHeader, ObjectRef, ObjectText};
+pub use crate::model::{KindRef, ObjectHeader, ObjectRef, ObjectText, Text};
 
 /// A set of objects a plugin is interested in.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -302,9 +301,9 @@ pub struct Request {
     pub key: ObjectRef,
     /// The primary object as JSON text, or none if it is gone (shared with
     /// the cache that holds it, not copied).
-    pub object: Option<Arc<str>>,
+    pub object: Option<Text>,
     /// Owned children as JSON text.
-    pub owned: Vec<Arc<str>>,
+    pub owned: Vec<Text>,
     pub attempt: u32,
     /// The host's clock when the request was built, in milliseconds since
     /// the Unix epoch (0.2; a 0.1 plugin reads the same instant from WASI).
@@ -318,8 +317,8 @@ impl Request {
     pub fn new(key: ObjectRef, object: Option<String>, owned: Vec<String>) -> Self {
         Self {
             key,
-            object: object.map(Arc::from),
-            owned: owned.into_iter().map(Arc::from).collect(),
+            object: object.map(Text::from),
+            owned: owned.into_iter().map(Text::from).collect(),
             attempt: 0,
             now_ms: now_ms(),
             last_failure: None,

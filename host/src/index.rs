@@ -21,13 +21,13 @@ use std::sync::{Arc, RwLock};
 use foldhash::fast::RandomState as Fast;
 
 use crate::contract::IndexEntry;
-use crate::model::{IndexReader, ObjectKey};
+use crate::model::{IndexReader, ObjectKey, Text};
 
 /// One object as filed.
 #[derive(Debug, Clone)]
 struct Filed {
     entry: IndexEntry,
-    text: Arc<str>,
+    text: Text,
     /// The object's resourceVersion as the informer last brought it.
     version: u64,
     /// Set while the object is filed by an assumption rather than by the
@@ -51,7 +51,7 @@ struct Key {
 #[derive(Debug, Clone)]
 struct Member {
     summary: Arc<[u8]>,
-    text: Arc<str>,
+    text: Text,
 }
 
 /// Why an assumption was refused.
@@ -98,7 +98,7 @@ impl KindIndex {
         &mut self,
         key: ObjectKey,
         version: u64,
-        text: Arc<str>,
+        text: Text,
         entry: Option<IndexEntry>,
     ) -> bool {
         if let Some(old) = self.objects.get(&key)
@@ -142,7 +142,7 @@ impl KindIndex {
     pub fn assume(
         &mut self,
         key: ObjectKey,
-        text: Arc<str>,
+        text: Text,
         entry: IndexEntry,
         decided_at: u64,
         read: &HashMap<&str, u64>,
@@ -247,7 +247,7 @@ impl KindIndex {
         (members.map(|m| m.summary.clone()).collect(), version)
     }
 
-    pub fn lookup_objects(&self, key: &str) -> (Vec<Arc<str>>, u64) {
+    pub fn lookup_objects(&self, key: &str) -> (Vec<Text>, u64) {
         let (members, version) = self.members(key);
         (members.map(|m| m.text.clone()).collect(), version)
     }
@@ -261,7 +261,7 @@ impl KindIndex {
 
     /// The text the object is filed with (its latest known state,
     /// assumptions included).
-    pub fn text_of(&self, key: &ObjectKey) -> Option<Arc<str>> {
+    pub fn text_of(&self, key: &ObjectKey) -> Option<Text> {
         self.objects.get(key).map(|f| f.text.clone())
     }
 }
@@ -291,7 +291,7 @@ impl IndexReader for SharedIndex {
         self.read(|i| i.lookup(key))
     }
 
-    fn lookup_objects(&self, key: &str) -> (Vec<Arc<str>>, u64) {
+    fn lookup_objects(&self, key: &str) -> (Vec<Text>, u64) {
         self.read(|i| i.lookup_objects(key))
     }
 
@@ -316,7 +316,7 @@ mod tests {
         })
     }
 
-    fn text(s: &str) -> Arc<str> {
+    fn text(s: &str) -> Text {
         s.into()
     }
 

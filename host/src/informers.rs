@@ -13,7 +13,7 @@ use crate::contract::Watch;
 use crate::discovery::{Discovery, DiscoveryError};
 use crate::index::SharedIndex;
 use crate::informer::{Informer, InformerConfig, InformerSpec};
-use crate::model::{CacheReader, CachedObject, IndexReader, KeyRef, KindRef, ObjectRef};
+use crate::model::{CacheReader, CachedObject, IndexReader, KeyRef, KindRef, ObjectRef, Text};
 
 /// Starts informers on demand and shares them.
 pub struct Informers {
@@ -126,7 +126,7 @@ impl CacheReader for PluginView {
             .map(|(_, i)| i.as_ref() as &dyn IndexReader)
     }
 
-    fn get(&self, r: &ObjectRef) -> Option<Arc<str>> {
+    fn get(&self, r: &ObjectRef) -> Option<Text> {
         self.get_object(r).map(|o| o.text().clone())
     }
 
@@ -137,12 +137,7 @@ impl CacheReader for PluginView {
             .find_map(|i| i.cache().read(|s| s.get(key)))
     }
 
-    fn list(
-        &self,
-        kind: &KindRef,
-        namespace: Option<&str>,
-        selector: &LabelSelector,
-    ) -> Vec<Arc<str>> {
+    fn list(&self, kind: &KindRef, namespace: Option<&str>, selector: &LabelSelector) -> Vec<Text> {
         let mut informers = self.of_kind(kind);
         let Some(first) = informers.next() else {
             return Vec::new();

@@ -8,7 +8,7 @@ use serde_json::Value;
 use windlass_selector::LabelSelector;
 
 use crate::index::SharedIndex;
-use crate::model::{CacheReader, IndexReader, KindRef, ObjectKey, ObjectRef};
+use crate::model::{CacheReader, IndexReader, KindRef, ObjectKey, ObjectRef, Text};
 use crate::runtime::{Plugin, PluginError};
 
 /// Kind, namespace and name.
@@ -18,7 +18,7 @@ type Key = (KindRef, Option<String>, String);
 /// them; read-only once built.
 #[derive(Default, Clone)]
 pub struct StaticCache {
-    objects: BTreeMap<Key, (Value, Arc<str>)>,
+    objects: BTreeMap<Key, (Value, Text)>,
     indexes: Vec<(KindRef, Arc<SharedIndex>)>,
 }
 
@@ -39,7 +39,7 @@ impl StaticCache {
     /// Adds (or replaces) an object. It must have apiVersion, kind and name.
     pub fn insert(&mut self, object: Value) {
         let Some(r) = object_ref(&object) else { return };
-        let text: Arc<str> = object.to_string().into();
+        let text: Text = object.to_string().into();
         self.objects
             .insert((r.kind_ref(), r.namespace, r.name), (object, text));
     }
@@ -106,18 +106,13 @@ impl CacheReader for StaticCache {
             .map(|(_, i)| i.as_ref() as &dyn IndexReader)
     }
 
-    fn get(&self, r: &ObjectRef) -> Option<Arc<str>> {
+    fn get(&self, r: &ObjectRef) -> Option<Text> {
         self.objects
             .get(&(r.kind_ref(), r.namespace.clone(), r.name.clone()))
             .map(|(_, text)| text.clone())
     }
 
-    fn list(
-        &self,
-        kind: &KindRef,
-        namespace: Option<&str>,
-        selector: &LabelSelector,
-    ) -> Vec<Arc<str>> {
+    fn list(&self, kind: &KindRef, namespace: Option<&str>, selector: &LabelSelector) -> Vec<Text> {
         self.objects
             .iter()
             .filter(|((k, ns, _), _)| {

@@ -17,7 +17,7 @@ use crate::cache::Change;
 use crate::contract::{IndexEntry, Outcome, SubresourceCreate, Write};
 use crate::index::SharedIndex;
 use crate::informer::Informer;
-use crate::model::{CacheReader, CachedObject, KindRef, ObjectKey, ObjectRef};
+use crate::model::{CacheReader, CachedObject, KindRef, ObjectKey, ObjectRef, Text};
 use crate::writer::Assume;
 
 /// One indexed watch of a plugin.
@@ -92,7 +92,7 @@ async fn file(shared: &Arc<Shared>, watch: &IndexedWatch, object: &Arc<CachedObj
 
 /// The plugin's entry for `text`; a failing `index` files the object
 /// nowhere (logged: the plugin's reads then miss it until it changes).
-async fn index_entry(shared: &Arc<Shared>, text: Arc<str>) -> Option<IndexEntry> {
+async fn index_entry(shared: &Arc<Shared>, text: Text) -> Option<IndexEntry> {
     match shared.plugin().index_async(text, shared.view()).await {
         Ok(entry) => entry,
         Err(e) => {
@@ -114,7 +114,7 @@ pub(super) struct Binder {
     read: HashMap<String, u64>,
     /// Each pod: its key, its text and entry once bound, and the version
     /// the decision saw.
-    bound: HashMap<ObjectRef, (ObjectKey, Arc<str>, IndexEntry, u64)>,
+    bound: HashMap<ObjectRef, (ObjectKey, Text, IndexEntry, u64)>,
 }
 
 impl Binder {
@@ -204,7 +204,7 @@ impl Assume for Binder {
 
 /// The pod `text` as the binding subresource leaves it: on `node`, with
 /// `PodScheduled=True`; and the resourceVersion `text` has.
-fn bound_pod(text: &str, node: &str) -> Option<(Arc<str>, u64)> {
+fn bound_pod(text: &str, node: &str) -> Option<(Text, u64)> {
     let mut pod: Value = serde_json::from_str(text).ok()?;
     let version = pod
         .pointer("/metadata/resourceVersion")

@@ -34,7 +34,7 @@ use crate::discovery::DiscoveryError;
 use crate::index::SharedIndex;
 use crate::informer::Informer;
 use crate::informers::{Informers, PluginView};
-use crate::model::{CacheReader, KindRef, ObjectKey, ObjectRef};
+use crate::model::{CacheReader, KindRef, ObjectKey, ObjectRef, Text};
 use crate::queue::{RateLimit, WorkQueue};
 use crate::runtime::Plugin;
 use crate::writer::Writer;
@@ -219,7 +219,7 @@ impl Controller {
             .map(|(_, (_, informer))| informer)
             .collect();
         if !plain_reads.is_empty() {
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Arc<str>>();
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Text>();
             for informer in plain_reads {
                 let tx = tx.clone();
                 let id = informer.subscribe(Arc::new(move |change: &Change| {
@@ -386,7 +386,7 @@ impl Drop for Controller {
 }
 
 /// Turns changes of `reads` objects into primary keys through `map`.
-async fn map_changes(shared: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedReceiver<Arc<str>>) {
+async fn map_changes(shared: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedReceiver<Text>) {
     while let Some(text) = rx.recv().await {
         map_one(&shared, text).await;
     }
@@ -394,7 +394,7 @@ async fn map_changes(shared: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedRe
 
 /// Calls `map` for one changed object and enqueues the keys it returns
 /// (the runtime checked each is of the kind the plugin reconciles).
-async fn map_one(shared: &Arc<Shared>, text: Arc<str>) {
+async fn map_one(shared: &Arc<Shared>, text: Text) {
     match shared.plugin().map_async(text, shared.view()).await {
         Ok(refs) => {
             for r in &refs {

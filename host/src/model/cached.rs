@@ -12,7 +12,6 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -50,7 +49,7 @@ const OWNED: u16 = u16::MAX;
 /// side box. Spans are `u32` + `u16` so that the whole header is 36 bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CachedObject {
-    text: Arc<str>,
+    text: super::Text,
     starts: [u32; FIELDS],
     lens: [u16; FIELDS],
     deleting: bool,
@@ -271,7 +270,7 @@ impl CachedObject {
             .map(|f| Box::from(f.as_ref()))
             .collect();
         let deleting = m.deletion_timestamp.is_some();
-        let text: Arc<str> = match m.managed_fields {
+        let text: super::Text = match m.managed_fields {
             None => text.into(),
             Some(raw) => match cut_member(text, raw.get(), "managedFields") {
                 Some((cut, from, to)) => {
@@ -317,7 +316,7 @@ impl CachedObject {
     }
 
     /// The JSON text (without managedFields).
-    pub fn text(&self) -> &Arc<str> {
+    pub fn text(&self) -> &super::Text {
         &self.text
     }
 
@@ -416,10 +415,11 @@ impl CachedObject {
     }
 
     /// Heap bytes this entry holds, as the allocator hands them out: the
-    /// text's `Arc` allocation, the `Arc` allocation of this header, and the
+    /// text's block (its count and bytes, from the C library's allocator),
+    /// the `Arc` allocation of this header, and the
     /// side box with whatever it owns.
     pub fn size(&self) -> usize {
-        allocation(2 * std::mem::size_of::<usize>() + self.text.len())
+        allocation(std::mem::size_of::<usize>() + self.text.len())
             + allocation(2 * std::mem::size_of::<usize>() + std::mem::size_of::<Self>())
             + self.extra.as_ref().map_or(0, |e| e.bytes())
     }

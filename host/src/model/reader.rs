@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use windlass_selector::LabelSelector;
 
-use super::{CachedObject, KindRef, ObjectRef};
+use super::{CachedObject, KindRef, ObjectRef, Text};
 
 /// Read access to cached objects, as JSON text, and to a plugin's index.
 pub trait CacheReader: Send + Sync {
     /// One object by reference.
-    fn get(&self, object: &ObjectRef) -> Option<Arc<str>>;
+    fn get(&self, object: &ObjectRef) -> Option<Text>;
 
     /// One object by reference, with its parsed header (name, owners,
     /// labels …), when the reader keeps objects that way; `None` means
@@ -26,12 +26,7 @@ pub trait CacheReader: Send + Sync {
 
     /// Every object of `kind`, optionally in one namespace, matching `selector`,
     /// ordered by namespace then name.
-    fn list(
-        &self,
-        kind: &KindRef,
-        namespace: Option<&str>,
-        selector: &LabelSelector,
-    ) -> Vec<Arc<str>>;
+    fn list(&self, kind: &KindRef, namespace: Option<&str>, selector: &LabelSelector) -> Vec<Text>;
 
     /// Whether the reader caches objects of `kind` at all (a kind a plugin
     /// only writes is not cached, so "not found" means nothing there).
@@ -58,7 +53,7 @@ pub trait IndexReader: Send + Sync {
 
     /// The objects filed under `key`, ordered by namespace then name, and
     /// the key's version.
-    fn lookup_objects(&self, key: &str) -> (Vec<Arc<str>>, u64);
+    fn lookup_objects(&self, key: &str) -> (Vec<Text>, u64);
 
     /// For each of `keys`, the sums of the amounts filed under it and the
     /// key's version, read at one instant (a decision reads hundreds).
@@ -79,11 +74,11 @@ pub struct IndexRead {
 pub struct EmptyCache;
 
 impl CacheReader for EmptyCache {
-    fn get(&self, _: &ObjectRef) -> Option<Arc<str>> {
+    fn get(&self, _: &ObjectRef) -> Option<Text> {
         None
     }
 
-    fn list(&self, _: &KindRef, _: Option<&str>, _: &LabelSelector) -> Vec<Arc<str>> {
+    fn list(&self, _: &KindRef, _: Option<&str>, _: &LabelSelector) -> Vec<Text> {
         Vec::new()
     }
 }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use super::errors::PluginError;
 use super::plugin::{Attempt, Plugin};
 use crate::contract::{IndexEntry, Outcome, Request};
-use crate::model::{CacheReader, ObjectRef};
+use crate::model::{CacheReader, ObjectRef, Text};
 
 /// How long a call may run inline (rounded up to the runtime's epoch tick)
 /// before it is repeated on a blocking thread with the full timeout.
@@ -122,7 +122,7 @@ impl Plugin {
     /// the primary keys to requeue.
     pub async fn map_async(
         &self,
-        changed: Arc<str>,
+        changed: Text,
         cache: Arc<dyn CacheReader>,
     ) -> Result<Vec<ObjectRef>, PluginError> {
         if let Some(result) =
@@ -137,7 +137,7 @@ impl Plugin {
     /// Calls `index` (0.2) from async code for an object of an indexed watch.
     pub async fn index_async(
         &self,
-        object: Arc<str>,
+        object: Text,
         cache: Arc<dyn CacheReader>,
     ) -> Result<Option<IndexEntry>, PluginError> {
         if let Some(result) =
