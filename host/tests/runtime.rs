@@ -402,8 +402,9 @@ async fn inline_attempts_finish_or_hand_the_call_back() {
 /// `index` and `map` may share an instance between calls (they are pure),
 /// on terms a plugin that keeps state anyway cannot stretch: `test-hostile`
 /// counts its `index` calls in a static and files objects under the count.
-/// An instance is kept only after a call that ended cleanly and made no
-/// WASI call, grew no more than a few MiB and refused nothing; it is
+/// An instance is kept only after a call that ended cleanly, made no WASI
+/// call, grew no more than a few MiB, made no refused read and returned
+/// nothing the boundary refuses; it is
 /// retired after a thousand calls; and `reconcile` never gets one.
 #[test]
 fn pure_calls_share_an_instance_only_while_it_stays_clean() {
@@ -450,6 +451,9 @@ fn pure_calls_share_an_instance_only_while_it_stays_clean() {
     assert_eq!(count(), "calls-1", "not kept after a WASI call");
     assert_eq!(index("index-grow").unwrap().as_deref(), Some("calls-2"));
     assert_eq!(count(), "calls-1", "not kept past its memory bound");
+    let err = index("index-empty-key").expect_err("the boundary refuses the entry");
+    assert!(err.to_string().contains("empty"), "{err}");
+    assert_eq!(count(), "calls-1", "not kept after a refused entry");
 
     // Retired after a thousand calls.
     for n in 2..=1000 {

@@ -165,10 +165,13 @@ impl Plugin {
         cache: Arc<dyn CacheReader>,
         budget: Duration,
     ) -> Option<Result<Vec<ObjectRef>, PluginError>> {
-        let refs = self
-            .inner
-            .try_pure_call("map", cache, budget, |e, i, s| e.call_map(s, i, changed))?;
-        Some(refs.and_then(|refs| self.primary_refs(refs)))
+        self.inner.try_pure_call(
+            "map",
+            cache,
+            budget,
+            |e, i, s| e.call_map(s, i, changed),
+            |refs| self.primary_refs(refs),
+        )
     }
 
     /// Calls `index` (0.2) for an object of an indexed watch.
@@ -191,10 +194,13 @@ impl Plugin {
         cache: Arc<dyn CacheReader>,
         budget: Duration,
     ) -> Option<Result<Option<IndexEntry>, PluginError>> {
-        let entry = self
-            .inner
-            .try_pure_call("index", cache, budget, |e, i, s| e.call_index(s, i, object))?;
-        Some(entry.and_then(|entry| self.checked_entry(entry)))
+        self.inner.try_pure_call(
+            "index",
+            cache,
+            budget,
+            |e, i, s| e.call_index(s, i, object),
+            |entry| self.checked_entry(entry),
+        )
     }
 
     fn checked_entry(&self, entry: Option<IndexEntry>) -> Result<Option<IndexEntry>, PluginError> {
@@ -321,14 +327,16 @@ impl PluginInner {
 
     /// [`PluginInner::try_call`] for a pure export (`index`, `map`): in an
     /// instance kept from an earlier pure call when there is one, and the
-    /// instance kept afterwards if the call ended cleanly (`warm.rs`).
-    fn try_pure_call<R>(
+    /// instance kept afterwards if the call ended cleanly and `check`
+    /// accepted what it returned (`warm.rs`).
+    fn try_pure_call<R, C>(
         &self,
         export: &'static str,
         cache: Arc<dyn CacheReader>,
         budget: Duration,
         f: impl FnOnce(&Exports, &Instance, &mut Store<CallState>) -> wasmtime::Result<R>,
-    ) -> Option<Result<R, PluginError>> {
+        check: impl FnOnce(R) -> Result<C, PluginError>,
+    ) -> Option<Result<C, PluginError>> {
         let pre = self.inline.as_ref()?;
         let rt = &self.runtime;
         lift::within(&rt.config.output, || {
@@ -358,10 +366,12 @@ impl PluginInner {
             {
                 return None;
             }
-            let result = self.finish(export, result, &store);
-            Some(result.map(|(r, instance)| {
+            let result = self
+                .finish(export, result, &store)
+                .and_then(|(r, instance)| Ok((check(r)?, instance)));
+            Some(result.map(|(checked, instance)| {
                 self.warm.keep(&rt.kept, store, instance, was_kept);
-                r
+                checked
             }))
         })
     }

@@ -12,8 +12,9 @@
 //! - only `index` and `map`: `reconcile` and `finalize` always get a fresh
 //!   instance, so nothing a plugin computes reaches its next reconcile;
 //! - a call that failed in any way (trap, deadline, memory, a refused read,
-//!   output past its caps), that used WASI (whose clock is frozen at the
-//!   call's start) or that holds resources is not kept;
+//!   output past its caps or refused by the boundary's checks), that used
+//!   WASI (whose clock is frozen at the call's start) or that holds
+//!   resources is not kept;
 //! - an instance is retired after [`MAX_CALLS`] calls, or once its memory
 //!   passes [`MAX_MEMORY`], so one that leaks does not carry on;
 //! - each loaded plugin keeps at most [`PER_PLUGIN`], and the runtime at
