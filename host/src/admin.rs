@@ -262,6 +262,11 @@ pub async fn metrics(host: &Host) -> String {
         "windlass_queue_depth",
         "Keys in a plugin's queue, by state",
     );
+    let indexed = gauge(
+        &mut r,
+        "windlass_index_objects",
+        "Objects filed in a plugin's index of an indexed watch, by plugin and kind",
+    );
     let loaded = gauge(
         &mut r,
         "windlass_plugin_loaded",
@@ -287,6 +292,7 @@ pub async fn metrics(host: &Host) -> String {
         file,
         stats,
         depth,
+        indexes,
     } in host.controller_stats().await
     {
         let l = vec![("plugin".to_owned(), name.clone())];
@@ -316,6 +322,14 @@ pub async fn metrics(host: &Host) -> String {
                 .get_or_create(&vec![
                     ("plugin".to_owned(), name.clone()),
                     ("state".to_owned(), state.to_owned()),
+                ])
+                .set(n as i64);
+        }
+        for (kind, n) in indexes {
+            indexed
+                .get_or_create(&vec![
+                    ("plugin".to_owned(), name.clone()),
+                    ("kind".to_owned(), kind),
                 ])
                 .set(n as i64);
         }

@@ -72,6 +72,8 @@ pub struct ControllerStats {
     pub stats: StatsSnapshot,
     /// Keys ready, delayed and in flight.
     pub depth: QueueDepth,
+    /// Objects filed in each of its indexes, by kind.
+    pub indexes: Vec<(String, usize)>,
 }
 
 /// One running plugin's numbers, for the metrics Kubernetes dashboards
@@ -649,6 +651,7 @@ impl Host {
                         file: path.clone(),
                         stats: c.stats(),
                         depth: c.queue_depth(),
+                        indexes: c.index_sizes(),
                     }),
                     Slot::Waiting { .. } => None,
                 })

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use windlass_tests::{Cluster, Server};
+use windlass_tests::{Cluster, Server, free_port, http_get};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -63,9 +63,17 @@ fn write_instances(c: &Cluster, stem: &str, text: &str) {
     std::fs::rename(&tmp, dir.join(format!("{stem}.instances.yaml"))).unwrap();
 }
 
+/// A sample's value in the `/metrics` text, by its series name and labels.
+fn sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+}
+
 #[test]
 fn two_instances_of_one_component_each_keep_to_their_own() {
-    let c = Cluster::start_with(
+    let admin = free_port();
+    let c = Cluster::start_with_args(
         env!("CARGO_BIN_EXE_windlass"),
         &["replicaset"],
         &[(
@@ -74,6 +82,7 @@ fn two_instances_of_one_component_each_keep_to_their_own() {
              - name: rs-a\n  labelSelector: team=a\n\
              - name: rs-b\n  labelSelector: team=b\n  namespace: team-b\n  maxConcurrency: 2\n",
         )],
+        &["--admin", &format!("127.0.0.1:{admin}")],
         Server::Embedded,
     );
     c.ok(&["create", "namespace", "team-b"], None);
@@ -118,6 +127,18 @@ fn two_instances_of_one_component_each_keep_to_their_own() {
     for rs in ["b-elsewhere", "nobody"] {
         let pods = c.items(&["pods", "-l", &format!("app={rs}")]);
         assert!(pods.is_empty(), "{rs} got pods: {pods:?}");
+    }
+    // rs-a watches pods everywhere (one shared pod watch), but indexes
+    // only its own: b's two pods, controlled by a ReplicaSet it does not
+    // reconcile, are not filed in its index.
+    let (_, metrics) = http_get(admin, "/metrics").expect("the admin endpoint answers");
+    for (plugin, own) in [("rs-a", 2.0), ("rs-b", 2.0)] {
+        let series = format!("windlass_index_objects{{plugin=\"{plugin}\",kind=\"v1 Pod\"}}");
+        assert_eq!(
+            sample(&metrics, &series),
+            Some(own),
+            "{series} in\n{metrics}"
+        );
     }
     c.stop();
 }
@@ -226,5 +247,63 @@ fn a_settings_change_is_reloaded_and_refused_settings_keep_the_old_version() {
             .ok_or("not yet".into())
     });
     eventually_started(&c, "after");
+    c.stop();
+}
+
+/// A ReplicaSet that comes into an instance's selector with pods of its
+/// own already running: the instance had not indexed them (they were
+/// someone else's then), and files them before its first reconcile of the
+/// ReplicaSet reads its index — so it counts them, and creates none.
+#[test]
+fn a_replicaset_gained_by_an_instance_keeps_the_pods_it_had() {
+    let c = Cluster::start_with(
+        env!("CARGO_BIN_EXE_windlass"),
+        &["replicaset"],
+        &[(
+            "replicaset.instances.yaml",
+            "instances:\n- name: rs-a\n  labelSelector: team=a\n",
+        )],
+        Server::Embedded,
+    );
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(&replicaset("late", "default", None)),
+    );
+    let uid = c.ok(
+        &["get", "rs", "late", "-o", "jsonpath={.metadata.uid}"],
+        None,
+    );
+    for pod in ["late-1", "late-2"] {
+        let manifest = format!(
+            r#"{{"apiVersion": "v1", "kind": "Pod",
+               "metadata": {{"name": "{pod}", "labels": {{"app": "late"}},
+                 "ownerReferences": [{{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "late",
+                   "uid": "{uid}", "controller": true, "blockOwnerDeletion": true}}]}},
+               "spec": {{"containers": [{{"name": "c", "image": "nginx"}}]}}}}"#
+        );
+        c.ok(&["apply", "-f", "-"], Some(&manifest));
+    }
+    // The host has seen both pods (and passed over them) before rs-a gets
+    // the ReplicaSet: give its pod watch a moment.
+    std::thread::sleep(Duration::from_secs(1));
+    c.ok(&["label", "rs", "late", "team=a"], None);
+    c.eventually("rs-a reports the two pods late had", WAIT, || {
+        let rs = c.json(&["rs", "late"]);
+        (rs["status"]["replicas"] == 2 && rs["status"]["observedGeneration"] == 1)
+            .then_some(())
+            .ok_or(format!("status {}", rs["status"]))
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let pods: Vec<String> = c
+        .items(&["pods", "-l", "app=late"])
+        .iter()
+        .map(|p| {
+            p["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(pods.len(), 2, "rs-a created pods it already had: {pods:?}");
     c.stop();
 }

@@ -5,9 +5,18 @@
 //! (appeared, moved, went). And [`Binder`]: the "assume" of a binding, which
 //! files the pod under its new node in the plugin's index before the
 //! binding is sent, or refuses it when what the reconcile read has changed.
+//!
+//! An indexed `owns` watch files only the plugin's own children: an object
+//! controlled by an object of the primary kind that the plugin does not
+//! reconcile (another instance's, or one outside its selector) is not
+//! indexed, so N instances of one component over one shared pod watch do
+//! not each index every pod. Its owner's uid is remembered instead, and
+//! should that owner come into the plugin's cache later (its labels
+//! changed, or it arrived after its children), its reconcile files those
+//! children first ([`file_skipped_children`]), before it reads the index.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -30,6 +39,9 @@ pub(super) struct IndexedWatch {
     /// An `owns` watch: each change, once filed, requeues the child's
     /// controller owner (so its reconcile reads the index at or past it).
     pub owns: bool,
+    /// Of an `owns` watch: the uids of owners not in the primary cache
+    /// whose children were not filed (see the module docs).
+    pub skipped: Mutex<HashSet<String>>,
 }
 
 /// Keeps one index in step: fills it from the informer's cache once it has
@@ -72,15 +84,56 @@ pub(super) async fn follow(
     }
 }
 
+/// Whether `child`, of an `owns` watch, is one the plugin reconciles the
+/// owner of (or has no owner of the primary kind). When not, its owner's
+/// uid is remembered — decided under the lock that
+/// [`file_skipped_children`] takes, so an owner cached meanwhile either is
+/// seen here or finds its uid there.
+fn own_child(shared: &Shared, watch: &IndexedWatch, child: &CachedObject) -> bool {
+    let Some(owner) = super::keys::owner(&shared.manifest.reconciles.kind, child) else {
+        return true;
+    };
+    let mut skipped = watch.skipped.lock().unwrap_or_else(|e| e.into_inner());
+    if shared.primary.cache().read(|s| s.get(&owner).is_some()) {
+        return true;
+    }
+    if let Some(c) = child.controller() {
+        skipped.insert(c.uid.to_owned());
+    }
+    false
+}
+
+/// Files the children of `primary` that were passed over while it was not
+/// in the plugin's cache: called before its reconcile reads the index.
+pub(super) async fn file_skipped_children(shared: &Arc<Shared>, primary: &CachedObject) {
+    let uid = primary.uid();
+    for watch in shared.indexed.iter().filter(|w| w.owns) {
+        let was_skipped = (watch.skipped.lock())
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(uid);
+        if !was_skipped {
+            continue;
+        }
+        let children = watch.informer.cache().read(|s| s.controlled_by(uid));
+        for child in &children {
+            file(shared, watch, child).await;
+        }
+    }
+}
+
 fn version(o: &CachedObject) -> u64 {
     o.resource_version().parse().unwrap_or(0)
 }
 
 /// Files one object; returns whether its entry changed. An object already
-/// filed at this version is not indexed again.
+/// filed at this version is not indexed again, and a child of someone
+/// else's is not filed at all (it leaves the index if it was in it).
 async fn file(shared: &Arc<Shared>, watch: &IndexedWatch, object: &Arc<CachedObject>) -> bool {
     let key = ObjectKey::from(object.key());
     let v = version(object);
+    if watch.owns && !own_child(shared, watch, object) {
+        return watch.index.write(|i| i.remove(&key, v));
+    }
     if watch.index.read(|i| i.version_of(&key)) == Some(v) {
         return false;
     }

@@ -44,7 +44,7 @@ pub(super) fn cached_owners<'a>(
 
 /// The key of `child`'s controller owner, when the owner is of the
 /// `primary` kind (the same group and kind; any version of it).
-fn owner(primary: &KindRef, child: &CachedObject) -> Option<ObjectKey> {
+pub(super) fn owner(primary: &KindRef, child: &CachedObject) -> Option<ObjectKey> {
     let c = child.controller()?;
     (c.kind == primary.kind && group(c.api_version) == group(&primary.api_version))
         .then(|| ObjectKey::new(child.namespace(), c.name))

@@ -152,6 +152,7 @@ impl Controller {
                 index: Arc::new(SharedIndex::new()),
                 reads: role == "reads",
                 owns: role == "owns",
+                skipped: Mutex::default(),
             });
         }
         let indexes = indexed
@@ -319,6 +320,15 @@ impl Controller {
         self.shared
             .stats
             .snapshot(self.shared.plugin().blocking_calls())
+    }
+
+    /// The objects filed in each of the plugin's indexes, by kind.
+    pub fn index_sizes(&self) -> Vec<(String, usize)> {
+        self.shared
+            .indexed
+            .iter()
+            .map(|w| (w.kind.to_string(), w.index.read(|i| i.len())))
+            .collect()
     }
 
     /// Keys waiting, scheduled and in flight.

@@ -144,7 +144,11 @@ async fn reconcile(shared: &Arc<Shared>, key: &ObjectKey) -> Result<Option<Durat
     // Children of an indexed `owns` watch are read through the plugin's
     // index (`cache.lookup`, `totals`), not copied into every request: a
     // ReplicaSet of 10,000 pods would otherwise get all of them, as JSON
-    // text, on each of its reconciles.
+    // text, on each of its reconciles. Those passed over while the object
+    // was not ours are filed now, before the plugin reads the index.
+    if let Some(object) = &object {
+        super::indexing::file_skipped_children(shared, object).await;
+    }
     let mut owned = owned_children(shared, object.as_deref(), |o| o.index.is_none());
     let request = Request {
         key: primary.clone(),
