@@ -69,6 +69,9 @@ pub(super) async fn follow(
             Change::Added(o) | Change::Modified { new: o, .. } => file(&shared, watch, o).await,
             Change::Deleted(o) => {
                 let key = ObjectKey::from(o.key());
+                if watch.owns {
+                    forget_skipped_owner(watch, o);
+                }
                 watch.index.write(|i| i.remove(&key, version(o)))
             }
         };
@@ -101,6 +104,24 @@ fn own_child(shared: &Shared, watch: &IndexedWatch, child: &CachedObject) -> boo
         skipped.insert(c.uid.to_owned());
     }
     false
+}
+
+/// Forgets a skipped owner once its last child is gone, so that the owners
+/// remembered are only those with children (not every other instance's
+/// ReplicaSet the host ever saw).
+fn forget_skipped_owner(watch: &IndexedWatch, child: &CachedObject) {
+    let Some(uid) = child.controller_uid() else {
+        return;
+    };
+    let mut skipped = watch.skipped.lock().unwrap_or_else(|e| e.into_inner());
+    if skipped.contains(uid)
+        && watch
+            .informer
+            .cache()
+            .read(|s| s.controlled_by(uid).is_empty())
+    {
+        skipped.remove(uid);
+    }
 }
 
 /// Files the children of `primary` that were passed over while it was not
