@@ -221,12 +221,10 @@ impl std::fmt::Debug for RunningServer {
 
 /// Binds, opens storage and starts serving; returns once connections are accepted.
 pub async fn start(config: Config) -> Result<RunningServer, Error> {
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| Error::Bind {
-            addr: config.listen,
-            source,
-        })?;
+    let listener = bind(config.listen).map_err(|source| Error::Bind {
+        addr: config.listen,
+        source,
+    })?;
     let addr = listener.local_addr().map_err(|source| Error::Bind {
         addr: config.listen,
         source,
@@ -337,6 +335,35 @@ fn client_addr(addr: SocketAddr) -> SocketAddr {
 
 /// How long a client may take to complete the TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A listener with the listen backlog Go gives kube-apiserver's: the
+/// kernel's `somaxconn` (4,096 on current Linux), not the 128 of Rust's
+/// `TcpListener::bind`. Connections past the backlog have their SYNs
+/// dropped, and the client's kernel retries them after 1, 3, 7, 15, 31 s:
+/// a burst of new connections (a host starting hundreds of workers) or a
+/// moment at [`Config::max_connections`] would stall clients for that long.
+fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As `TcpListener::bind` on Unix: a restarted server can take its port
+    // back while old connections linger in TIME_WAIT.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(listen_backlog())
+}
+
+/// The kernel's cap on a listen backlog, as Go reads it (at most 65,535).
+fn listen_backlog() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(4096)
+        .min(65_535)
+}
 
 /// What one client connection may hold.
 #[derive(Debug, Clone, Copy)]

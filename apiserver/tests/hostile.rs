@@ -483,6 +483,56 @@ async fn a_connection_flood_is_served_within_the_cap() {
     still_answers(&Http::new(addr)).await;
 }
 
+/// Connections past the cap wait in a listen backlog as deep as the
+/// kernel allows (`somaxconn`, as Go's listeners), not Rust's default 128:
+/// past the backlog the kernel drops a client's SYN, and its connect waits
+/// a second or more for the retry. So a burst of hundreds of new
+/// connections while the server is at its cap completes its handshakes at
+/// once, and is served as slots free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_connections_waits_in_a_deep_backlog() {
+    let somaxconn: usize = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(4096);
+    let burst = 400.min(somaxconn.saturating_sub(8));
+    let server = start(Config::new().max_connections(1)).await.unwrap();
+    let addr = server.addr();
+    let host = addr.to_string();
+    let (held, waiting) = tokio::task::spawn_blocking(move || {
+        let mut held = connect(addr);
+        assert_eq!(request(&mut held, &host, "/version", false), Some(200));
+        // A connect the backlog has no room for waits out a SYN retry
+        // (1 s), past this timeout.
+        let waiting: Vec<_> = (0..burst)
+            .map(|i| {
+                TcpStream::connect_timeout(&addr, Duration::from_millis(500)).unwrap_or_else(|e| {
+                    panic!(
+                        "connection {i} of {burst} past the cap was not taken into the backlog: {e}"
+                    )
+                })
+            })
+            .collect();
+        (held, waiting)
+    })
+    .await
+    .unwrap();
+    assert_eq!(server.open_connections(), 1);
+    drop(held);
+    let host = addr.to_string();
+    let answered = tokio::task::spawn_blocking(move || {
+        waiting
+            .into_iter()
+            .take(3)
+            .map(|mut s| request(&mut s, &host, "/version", true))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    assert_eq!(answered, vec![Some(200); 3]);
+    still_answers(&Http::new(addr)).await;
+}
+
 /// The limits: headers within `header_read_timeout` (32 s by default, as
 /// kube-apiserver's ReadHeaderTimeout; 1 s here), else the connection is
 /// closed; a body within `request_timeout` (60 s by default, 1 s here),
