@@ -14,6 +14,7 @@ use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use kube::client::Body;
 use serde::Deserialize;
+use tokio::sync::Semaphore;
 
 /// A failed API request: the HTTP code and `Status` reason when the server
 /// answered, or code 0 when it could not be reached.
@@ -103,11 +104,23 @@ async fn collect(response: http::Response<Body>) -> Result<Vec<u8>, kube::Error>
         .await
 }
 
+/// Requests one client (and its clones) has in flight at most, watches
+/// aside; more wait their turn. Over HTTP/1.1 each request in flight holds
+/// a connection of its own, so without a bound a host whose plugins run
+/// hundreds of workers opens as many connections at once: past the API
+/// server's connection limit (the embedded server's 1,024) new connections
+/// wait in the kernel's listen backlog, and a full backlog drops their SYNs,
+/// which the kernel retries after 1, 3, 7, 15, 31 s. 256 is past what two
+/// cores of server can work on at once and far below those limits.
+pub const MAX_REQUESTS_IN_FLIGHT: usize = 256;
+
 /// An authenticated client for one API server; cheap to clone.
 #[derive(Clone)]
 pub struct ApiClient {
     client: kube::Client,
     requests: Arc<RequestCounts>,
+    /// Bounds the requests in flight ([`MAX_REQUESTS_IN_FLIGHT`]).
+    in_flight: Arc<Semaphore>,
 }
 
 /// Requests made through one client (and its clones), by method and by
@@ -201,6 +214,7 @@ impl ApiClient {
                 host,
                 ..RequestCounts::default()
             }),
+            in_flight: Arc::new(Semaphore::new(MAX_REQUESTS_IN_FLIGHT)),
         })
     }
 
@@ -209,6 +223,7 @@ impl ApiClient {
         Self {
             client,
             requests: Arc::default(),
+            in_flight: Arc::new(Semaphore::new(MAX_REQUESTS_IN_FLIGHT)),
         }
     }
 
@@ -251,6 +266,12 @@ impl ApiClient {
         body: Vec<u8>,
         agent: Option<&str>,
     ) -> Result<Bytes, ApiError> {
+        // Held until the answer is read: the connection is busy till then.
+        let _turn = self
+            .in_flight
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
         let response = self
             .send(method.clone(), path, content_type, body, agent)
             .await?;
@@ -292,7 +313,53 @@ impl ApiClient {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+
+    /// Past [`MAX_REQUESTS_IN_FLIGHT`] a request waits for a turn instead
+    /// of opening one more connection: a server that takes connections
+    /// and never answers sees exactly that many.
+    #[tokio::test]
+    async fn requests_in_flight_are_bounded() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                held.push(stream);
+            }
+        });
+        let kubeconfig = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://{addr}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user: {{}}\n"
+        );
+        let client = ApiClient::from_kubeconfig_yaml(&kubeconfig).await.unwrap();
+        let asked = MAX_REQUESTS_IN_FLIGHT + 100;
+        let requests: Vec<_> = (0..asked)
+            .map(|i| {
+                let client = client.clone();
+                tokio::spawn(async move { client.get(&format!("/api/v1/namespaces/n{i}")).await })
+            })
+            .collect();
+        let started = std::time::Instant::now();
+        while accepted.load(std::sync::atomic::Ordering::SeqCst) < MAX_REQUESTS_IN_FLIGHT
+            && started.elapsed() < Duration::from_secs(20)
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // Time for any request past the bound to connect, were it let out.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            accepted.load(std::sync::atomic::Ordering::SeqCst),
+            MAX_REQUESTS_IN_FLIGHT
+        );
+        for r in requests {
+            r.abort();
+        }
+    }
 
     #[test]
     fn status_bodies_become_typed_errors() {

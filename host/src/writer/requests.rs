@@ -90,7 +90,7 @@ impl Writer {
         content_type: &str,
     ) -> Result<Bytes, ApiError> {
         let sep = if path.contains('?') { '&' } else { '?' };
-        who.throttle.wait().await;
+        let _turn = who.throttle.wait().await;
         self.client
             .request(
                 method,
@@ -167,7 +167,7 @@ impl Writer {
             options["preconditions"] = Value::Object(pre);
         }
         let path = resource.object_path(namespace, name);
-        who.throttle.wait().await;
+        let _turn = who.throttle.wait().await;
         match self
             .client
             .request(

@@ -4,6 +4,13 @@
 //! (QPS and burst) does for one client. A throttled request waits — on a
 //! timer, never holding a thread — and is then sent; it is never dropped.
 //!
+//! Each plugin also has at most [`PLUGIN_REQUESTS_IN_FLIGHT`] requests in
+//! flight, half of what the host's client lets out at once
+//! ([`crate::client::MAX_REQUESTS_IN_FLIGHT`]): one plugin's burst of
+//! writes (a hundred workers creating pods) then queues behind its own
+//! turns, never ahead of every other plugin's requests for all of the
+//! host's.
+//!
 //! The pure core is the host's token bucket (`crate::bucket`, which the
 //! work queue's retry limit uses too); [`Throttle`] wraps one in a lock and
 //! a sleep and counts the time waited; [`Throttles`] holds one per plugin.
@@ -13,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 
 use crate::bucket::Bucket;
@@ -63,10 +71,15 @@ impl Default for WriteLimit {
     }
 }
 
+/// Requests one plugin may have in flight at once (see the module docs).
+pub const PLUGIN_REQUESTS_IN_FLIGHT: usize = crate::client::MAX_REQUESTS_IN_FLIGHT / 2;
+
 /// One plugin's limit, its bucket and what waiting for it cost.
 #[derive(Debug)]
 pub(crate) struct Throttle {
     limit: WriteLimit,
+    /// The plugin's requests in flight ([`PLUGIN_REQUESTS_IN_FLIGHT`]).
+    turns: Semaphore,
     bucket: Mutex<Bucket>,
     waited_nanos: AtomicU64,
     /// Every request's wait (zero when a token was there), as client-go's
@@ -78,14 +91,24 @@ impl Throttle {
     fn new(limit: WriteLimit) -> Self {
         Self {
             limit,
+            turns: Semaphore::new(PLUGIN_REQUESTS_IN_FLIGHT),
             bucket: Mutex::new(Bucket::new(limit.qps, limit.burst)),
             waited_nanos: AtomicU64::new(0),
             waits: Histogram::default(),
         }
     }
 
-    /// Waits for this plugin's next token (at once when unlimited).
-    pub(crate) async fn wait(&self) {
+    /// Waits for this plugin's next token (at once when unlimited), then
+    /// for one of its turns: the request is sent while the turn is held.
+    pub(crate) async fn wait(&self) -> SemaphorePermit<'_> {
+        self.token().await;
+        self.turns
+            .acquire()
+            .await
+            .expect("the semaphore is never closed")
+    }
+
+    async fn token(&self) {
         if self.limit.is_unlimited() {
             return;
         }
@@ -283,13 +306,27 @@ mod tests {
         assert_eq!(throttles.stats().len(), 0);
     }
 
+    #[tokio::test]
+    async fn a_plugin_has_at_most_its_share_of_requests_in_flight() {
+        let t = Throttle::new(WriteLimit::default());
+        let mut turns = Vec::new();
+        for _ in 0..PLUGIN_REQUESTS_IN_FLIGHT {
+            turns.push(t.wait().await);
+        }
+        let next = tokio::time::timeout(Duration::from_millis(50), t.wait()).await;
+        assert!(next.is_err(), "a request past the plugin's share went out");
+        turns.pop();
+        let next = tokio::time::timeout(Duration::from_secs(5), t.wait()).await;
+        assert!(next.is_ok(), "a freed turn was not taken");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_throttled_request_waits_on_a_timer_and_the_wait_is_counted() {
         let t = Throttle::new(limit(2.0, 1));
         let started = Instant::now();
-        t.wait().await;
-        t.wait().await;
-        t.wait().await;
+        drop(t.wait().await);
+        drop(t.wait().await);
+        drop(t.wait().await);
         // Paused time moves only by the sleeps: two half-second waits.
         assert_eq!(started.elapsed(), Duration::from_secs(1));
         assert_eq!(
