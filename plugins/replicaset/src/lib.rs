@@ -56,7 +56,7 @@ impl Controller for ReplicaSetController {
         Manifest::new("replicaset", Watch::kind("apps/v1", "ReplicaSet"))
             .version(env!("CARGO_PKG_VERSION"))
             .owns(Watch::kind("v1", "Pod").indexed())
-            .max_concurrency(16)
+            .max_concurrency(128)
     }
 
     fn reconcile(req: Request) -> Result<Outcome, Error> {
