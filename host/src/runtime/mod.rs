@@ -114,7 +114,7 @@ struct RuntimeInner {
     linkers: Vec<Linker<CallState>>,
     config: RuntimeConfig,
     artifacts: Option<artifacts::ArtifactCache>,
-    slots: Slots,
+    slots: Arc<Slots>,
     /// Instances kept between pure calls, across every plugin (`warm.rs`).
     kept: warm::KeptCount,
     ticker: EpochTicker,
@@ -204,7 +204,7 @@ impl Runtime {
                 engine,
                 linkers,
                 artifacts,
-                slots: Slots::new(slots as usize),
+                slots: Arc::new(Slots::new(slots as usize)),
                 kept: Default::default(),
                 ticker,
                 config,

@@ -178,7 +178,9 @@ impl Plugin {
         }
     }
 
-    /// Runs `call` on a blocking thread, with the full timeout.
+    /// Runs `call` on a blocking thread, with the full timeout. The call's
+    /// instance slot is waited for here, as a task, so a thread is taken
+    /// only once the call can run (`slots.rs`).
     async fn on_thread<R: Send + 'static>(
         &self,
         export: &'static str,
@@ -188,8 +190,9 @@ impl Plugin {
             .schedule
             .blocking_calls
             .fetch_add(1, Ordering::Relaxed);
+        let slot = self.inner.runtime.slots.acquire_owned(self.name()).await;
         let plugin = self.clone();
-        tokio::task::spawn_blocking(move || call(plugin))
+        tokio::task::spawn_blocking(move || slot.run(|| call(plugin)))
             .await
             .unwrap_or_else(|e| {
                 Err(PluginError::Failed {

@@ -3,12 +3,20 @@
 //! waits rather than failing, and freed slots go round the waiting plugins
 //! in turn), and [`EpochTicker`] advances the engine's epoch so that a
 //! store's deadline, a number of ticks, means wall-clock time.
+//!
+//! A call from async code that must run on a blocking thread waits for its
+//! slot as a task first ([`Slots::acquire_owned`]) and takes the thread
+//! only with the slot in hand ([`OwnedSlot::run`]): a plugin of hundreds
+//! of workers then holds hundreds of parked tasks while the slots are
+//! taken, not hundreds of threads.
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use wasmtime::Engine;
 
 /// How often the epoch ticker advances; deadlines are this precise.
@@ -18,7 +26,16 @@ pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 /// slots, and shares them fairly between plugins when they run short.
 pub(crate) struct Slots {
     state: Mutex<Shares>,
+    /// Wakes the threads waiting in [`Slots::acquire`] …
     granted: Condvar,
+    /// … and the tasks waiting in [`Slots::acquire_owned`].
+    granted_async: Notify,
+}
+
+thread_local! {
+    /// Set while this thread runs a call with an [`OwnedSlot`]: the call's
+    /// own `acquire` is then already satisfied.
+    static HOLDS_SLOT: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Who gets a slot: the bookkeeping under [`Slots`], plain data.
@@ -93,6 +110,28 @@ impl Shares {
         true
     }
 
+    /// A waiting call of `plugin` gives up (its task was dropped): a slot
+    /// granted to the plugin that no remaining caller will claim is given
+    /// on. Returns whether a slot was granted anew.
+    fn cancel(&mut self, plugin: &str) -> bool {
+        let Some(w) = self.waiting.get_mut(plugin) else {
+            return false;
+        };
+        w.callers -= 1;
+        let unclaimed = w.granted > w.callers;
+        if unclaimed {
+            w.granted -= 1;
+        }
+        if w.callers == 0 {
+            self.waiting.remove(plugin);
+            self.turn.retain(|p| &**p != plugin);
+        } else if !unclaimed && w.callers == w.granted {
+            // Every remaining caller has its grant: out of the round.
+            self.turn.retain(|p| &**p != plugin);
+        }
+        if unclaimed { self.release() } else { false }
+    }
+
     /// A slot is given back; returns whether it was granted to a waiter.
     fn release(&mut self) -> bool {
         self.free += 1;
@@ -121,19 +160,112 @@ impl Shares {
     }
 }
 
-/// One slot, given back when dropped.
-pub(crate) struct Slot<'a>(&'a Slots);
+/// One slot, given back when dropped (`None`: the slot this thread's
+/// [`OwnedSlot`] holds, given back by it).
+pub(crate) struct Slot<'a>(Option<&'a Slots>);
+
+/// A slot taken by a task ([`Slots::acquire_owned`]), to be used on a
+/// blocking thread by [`OwnedSlot::run`]; given back when dropped, used or
+/// not.
+pub(crate) struct OwnedSlot(Arc<Slots>);
+
+impl OwnedSlot {
+    /// Runs `f` on this thread holding the slot: the calls it makes find
+    /// their slot taken already.
+    pub(crate) fn run<R>(self, f: impl FnOnce() -> R) -> R {
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                HOLDS_SLOT.with(|h| h.set(false));
+            }
+        }
+        HOLDS_SLOT.with(|h| h.set(true));
+        let _reset = Reset;
+        f()
+    }
+}
+
+impl Drop for OwnedSlot {
+    fn drop(&mut self) {
+        self.0.give_back();
+    }
+}
 
 impl Slots {
     pub(crate) fn new(n: usize) -> Self {
         Self {
             state: Mutex::new(Shares::new(n)),
             granted: Condvar::new(),
+            granted_async: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shares> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A slot for a call of `plugin`, waiting for one as a task (in turn
+    /// with the plugins' waiting threads) if none is free.
+    pub(crate) async fn acquire_owned(self: &Arc<Self>, plugin: &str) -> OwnedSlot {
+        {
+            let mut state = self.lock();
+            if state.take() {
+                return OwnedSlot(self.clone());
+            }
+            state.wait(&Arc::from(plugin));
+        }
+        // Gives the wait up if this future is dropped before its claim.
+        struct Waiting<'a> {
+            slots: &'a Slots,
+            plugin: &'a str,
+            claimed: bool,
+        }
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                if !self.claimed && self.slots.lock().cancel(self.plugin) {
+                    self.slots.wake_all();
+                }
+            }
+        }
+        let mut waiting = Waiting {
+            slots: self,
+            plugin,
+            claimed: false,
+        };
+        loop {
+            let notified = self.granted_async.notified();
+            tokio::pin!(notified);
+            // Registered before the claim is tried: a grant made between
+            // the two still wakes this task.
+            notified.as_mut().enable();
+            if self.lock().claim(plugin) {
+                waiting.claimed = true;
+                return OwnedSlot(self.clone());
+            }
+            notified.await;
+        }
+    }
+
+    fn wake_all(&self) {
+        self.granted.notify_all();
+        self.granted_async.notify_waiters();
+    }
+
+    fn give_back(&self) {
+        let mut state = self.lock();
+        // Waiters share one condition variable; only the granted plugin's
+        // claim succeeds, the others wait again. Uncontended, no wake-up.
+        if state.release() {
+            drop(state);
+            self.wake_all();
         }
     }
 
     /// A slot for a call of `plugin`, waiting for one if none is free.
     pub(crate) fn acquire(&self, plugin: &str) -> Slot<'_> {
+        if HOLDS_SLOT.with(Cell::get) {
+            return Slot(None);
+        }
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if !state.take() {
             state.wait(&Arc::from(plugin));
@@ -141,7 +273,7 @@ impl Slots {
                 state = self.granted.wait(state).unwrap_or_else(|e| e.into_inner());
             }
         }
-        Slot(self)
+        Slot(Some(self))
     }
 
     /// A slot if one is free now (none is while a call waits for one).
@@ -149,18 +281,14 @@ impl Slots {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         // Lazily: a `Slot` made and dropped on failure would give back a
         // slot never taken (and lock the state it is still holding).
-        state.take().then(|| Slot(self))
+        state.take().then(|| Slot(Some(self)))
     }
 }
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        let mut state = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
-        // Waiters share one condition variable; only the granted plugin's
-        // claim succeeds, the others wait again. Uncontended, no wake-up.
-        if state.release() {
-            drop(state);
-            self.0.granted.notify_all();
+        if let Some(slots) = self.0 {
+            slots.give_back();
         }
     }
 }
@@ -309,6 +437,94 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
+        assert_eq!(done.load(Ordering::Relaxed), 9 * 50);
+        assert!(slots.try_acquire().is_some(), "every slot came back");
+    }
+
+    #[tokio::test]
+    async fn a_task_waits_for_its_slot_and_its_thread_then_needs_no_other() {
+        let slots = Arc::new(Slots::new(1));
+        let held = slots.try_acquire().expect("the one slot");
+        let waiter = tokio::spawn({
+            let slots = slots.clone();
+            async move { slots.acquire_owned("p").await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "no slot was free");
+        drop(held);
+        let owned = waiter.await.unwrap();
+        assert!(slots.try_acquire().is_none(), "the task holds the slot");
+        // On the thread that runs with it, a call's own acquire is already
+        // satisfied (it would wait forever otherwise: the one slot is taken).
+        let inside = slots.clone();
+        std::thread::spawn(move || owned.run(|| drop(inside.acquire("p"))))
+            .join()
+            .unwrap();
+        assert!(slots.try_acquire().is_some(), "given back after the run");
+    }
+
+    #[tokio::test]
+    async fn a_dropped_waiting_task_gives_back_what_it_was_granted() {
+        let slots = Arc::new(Slots::new(1));
+        let held = slots.try_acquire().expect("the one slot");
+        let waiter = tokio::spawn({
+            let slots = slots.clone();
+            async move { slots.acquire_owned("p").await }
+        });
+        tokio::task::yield_now().await;
+        // The slot is granted to the waiting task's plugin, and the task is
+        // dropped before it runs to claim it.
+        drop(held);
+        waiter.abort();
+        assert!(matches!(waiter.await, Err(e) if e.is_cancelled()));
+        assert!(slots.try_acquire().is_some(), "the grant came back");
+        // And a task dropped before any grant leaves nothing behind.
+        let held = slots.try_acquire().expect("free again");
+        let waiter = tokio::spawn({
+            let slots = slots.clone();
+            async move { slots.acquire_owned("p").await }
+        });
+        tokio::task::yield_now().await;
+        waiter.abort();
+        let _ = waiter.await;
+        drop(held);
+        assert!(slots.lock().waiting.is_empty() && slots.lock().turn.is_empty());
+        assert!(slots.try_acquire().is_some());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn waiting_tasks_and_threads_all_get_through() {
+        let slots = Arc::new(Slots::new(1));
+        let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let (slots, done) = (slots.clone(), done.clone());
+                tokio::spawn(async move {
+                    for _ in 0..50 {
+                        let slot = slots.acquire_owned("noisy").await;
+                        let done = done.clone();
+                        tokio::task::spawn_blocking(move || {
+                            slot.run(|| done.fetch_add(1, Ordering::Relaxed))
+                        })
+                        .await
+                        .unwrap();
+                    }
+                })
+            })
+            .collect();
+        let thread = std::thread::spawn({
+            let (slots, done) = (slots.clone(), done.clone());
+            move || {
+                for _ in 0..50 {
+                    let _slot = slots.acquire("quiet");
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        for t in tasks {
+            t.await.unwrap();
+        }
+        thread.join().unwrap();
         assert_eq!(done.load(Ordering::Relaxed), 9 * 50);
         assert!(slots.try_acquire().is_some(), "every slot came back");
     }
