@@ -441,15 +441,22 @@ mod tests {
         assert!(slots.try_acquire().is_some(), "every slot came back");
     }
 
-    #[tokio::test]
-    async fn a_task_waits_for_its_slot_and_its_thread_then_needs_no_other() {
-        let slots = Arc::new(Slots::new(1));
-        let held = slots.try_acquire().expect("the one slot");
+    /// A task of plugin `p` waiting in `acquire_owned`, once it has started
+    /// to wait.
+    async fn waiting_task(slots: &Arc<Slots>) -> tokio::task::JoinHandle<OwnedSlot> {
         let waiter = tokio::spawn({
             let slots = slots.clone();
             async move { slots.acquire_owned("p").await }
         });
         tokio::task::yield_now().await;
+        waiter
+    }
+
+    #[tokio::test]
+    async fn a_task_waits_for_its_slot_and_its_thread_then_needs_no_other() {
+        let slots = Arc::new(Slots::new(1));
+        let held = slots.try_acquire().expect("the one slot");
+        let waiter = waiting_task(&slots).await;
         assert!(!waiter.is_finished(), "no slot was free");
         drop(held);
         let owned = waiter.await.unwrap();
@@ -467,11 +474,7 @@ mod tests {
     async fn a_dropped_waiting_task_gives_back_what_it_was_granted() {
         let slots = Arc::new(Slots::new(1));
         let held = slots.try_acquire().expect("the one slot");
-        let waiter = tokio::spawn({
-            let slots = slots.clone();
-            async move { slots.acquire_owned("p").await }
-        });
-        tokio::task::yield_now().await;
+        let waiter = waiting_task(&slots).await;
         // The slot is granted to the waiting task's plugin, and the task is
         // dropped before it runs to claim it.
         drop(held);
@@ -480,11 +483,7 @@ mod tests {
         assert!(slots.try_acquire().is_some(), "the grant came back");
         // And a task dropped before any grant leaves nothing behind.
         let held = slots.try_acquire().expect("free again");
-        let waiter = tokio::spawn({
-            let slots = slots.clone();
-            async move { slots.acquire_owned("p").await }
-        });
-        tokio::task::yield_now().await;
+        let waiter = waiting_task(&slots).await;
         waiter.abort();
         let _ = waiter.await;
         drop(held);
