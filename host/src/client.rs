@@ -209,12 +209,11 @@ impl ApiClient {
             .map(|a| a.to_string())
             .unwrap_or_default();
         Ok(Self {
-            client: kube::Client::try_from(config)?,
             requests: Arc::new(RequestCounts {
                 host,
                 ..RequestCounts::default()
             }),
-            in_flight: Arc::new(Semaphore::new(MAX_REQUESTS_IN_FLIGHT)),
+            ..Self::new(kube::Client::try_from(config)?)
         })
     }
 

@@ -96,7 +96,7 @@ fn own_child(shared: &Shared, watch: &IndexedWatch, child: &CachedObject) -> boo
     let Some(owner) = super::keys::owner(&shared.manifest.reconciles.kind, child) else {
         return true;
     };
-    let mut skipped = watch.skipped.lock().unwrap_or_else(|e| e.into_inner());
+    let mut skipped = super::lock(&watch.skipped);
     if shared.primary.cache().read(|s| s.get(&owner).is_some()) {
         return true;
     }
@@ -113,7 +113,7 @@ fn forget_skipped_owner(watch: &IndexedWatch, child: &CachedObject) {
     let Some(uid) = child.controller_uid() else {
         return;
     };
-    let mut skipped = watch.skipped.lock().unwrap_or_else(|e| e.into_inner());
+    let mut skipped = super::lock(&watch.skipped);
     if skipped.contains(uid)
         && watch
             .informer
@@ -129,10 +129,7 @@ fn forget_skipped_owner(watch: &IndexedWatch, child: &CachedObject) {
 pub(super) async fn file_skipped_children(shared: &Arc<Shared>, primary: &CachedObject) {
     let uid = primary.uid();
     for watch in shared.indexed.iter().filter(|w| w.owns) {
-        let was_skipped = (watch.skipped.lock())
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(uid);
-        if !was_skipped {
+        if !super::lock(&watch.skipped).remove(uid) {
             continue;
         }
         let children = watch.informer.cache().read(|s| s.controlled_by(uid));

@@ -248,6 +248,15 @@ fn reconcile_export(finalize: bool) -> &'static str {
     if finalize { "finalize" } else { "reconcile" }
 }
 
+/// Whether an inline attempt ended before the call did (its budget ran out,
+/// or it reached an import that needs a thread): the call is repeated
+/// where it may block, and nothing of this attempt counts.
+fn cut_short(e: &wasmtime::Error) -> bool {
+    matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt))
+        || e.downcast_ref::<DeadlinePassed>().is_some()
+        || e.downcast_ref::<inline::NeedsThread>().is_some()
+}
+
 impl PluginInner {
     /// A fresh store; `declared`: whether the manifest's kinds may be read
     /// (not while `manifest()` itself runs).
@@ -313,9 +322,7 @@ impl PluginInner {
                 .instantiate(&mut store)
                 .and_then(|instance| f(&self.exports, &instance, &mut store));
             if let Err(e) = &result
-                && (matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt))
-                    || e.downcast_ref::<DeadlinePassed>().is_some()
-                    || e.downcast_ref::<inline::NeedsThread>().is_some())
+                && cut_short(e)
             {
                 // Dropping the store drops the guest's buffered output too:
                 // the repeated call prints it again.
@@ -360,9 +367,7 @@ impl PluginInner {
             };
             let result = instance.and_then(|i| f(&self.exports, &i, &mut store).map(|r| (r, i)));
             if let Err(e) = &result
-                && (matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt))
-                    || e.downcast_ref::<DeadlinePassed>().is_some()
-                    || e.downcast_ref::<inline::NeedsThread>().is_some())
+                && cut_short(e)
             {
                 return None;
             }

@@ -266,7 +266,7 @@ impl Slots {
         if HOLDS_SLOT.with(Cell::get) {
             return Slot(None);
         }
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.lock();
         if !state.take() {
             state.wait(&Arc::from(plugin));
             while !state.claim(plugin) {
@@ -278,7 +278,7 @@ impl Slots {
 
     /// A slot if one is free now (none is while a call waits for one).
     pub(crate) fn try_acquire(&self) -> Option<Slot<'_>> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.lock();
         // Lazily: a `Slot` made and dropped on failure would give back a
         // slot never taken (and lock the state it is still holding).
         state.take().then(|| Slot(Some(self)))

@@ -51,18 +51,19 @@ pub(super) struct Warm {
 
 /// An instance between two pure calls.
 pub(super) struct Kept {
-    pub(super) store: Store<CallState>,
-    pub(super) instance: Instance,
+    store: Store<CallState>,
+    instance: Instance,
     calls: u32,
-    _hold: Hold,
+    hold: Hold,
 }
 
 /// The runtime-wide count of kept instances.
 #[derive(Debug, Default)]
 pub(super) struct KeptCount(Arc<AtomicUsize>);
 
-/// One place in [`KeptCount`], given back when dropped.
-struct Hold(Arc<AtomicUsize>);
+/// One place in [`KeptCount`], given back when dropped; carried through a
+/// call of a kept instance, so that keeping it again needs no new place.
+pub(super) struct Hold(Arc<AtomicUsize>);
 
 impl Drop for Hold {
     fn drop(&mut self) {
@@ -103,10 +104,10 @@ impl Warm {
         count: &KeptCount,
         store: Store<CallState>,
         instance: Instance,
-        was_kept: Option<(u32, HoldToken)>,
+        was_kept: Option<(u32, Hold)>,
     ) {
         let (calls, hold) = match was_kept {
-            Some((calls, HoldToken(hold))) => (calls + 1, Some(hold)),
+            Some((calls, hold)) => (calls + 1, Some(hold)),
             None => (1, None),
         };
         if calls >= MAX_CALLS || !store.data().reusable(MAX_MEMORY) {
@@ -123,24 +124,16 @@ impl Warm {
             store,
             instance,
             calls,
-            _hold: hold,
+            hold,
         });
     }
 }
 
-/// A kept instance's place in the runtime's count, carried through a call
-/// so that keeping it again needs no new place.
-pub(super) struct HoldToken(Hold);
-
 impl Kept {
     /// Takes the instance apart for a call: its store, its instance, and
     /// what [`Warm::keep`] needs to keep it again.
-    pub(super) fn into_parts(self) -> (Store<CallState>, Instance, (u32, HoldToken)) {
-        (
-            self.store,
-            self.instance,
-            (self.calls, HoldToken(self._hold)),
-        )
+    pub(super) fn into_parts(self) -> (Store<CallState>, Instance, (u32, Hold)) {
+        (self.store, self.instance, (self.calls, self.hold))
     }
 }
 
