@@ -46,6 +46,9 @@ const PLUGINS: [&str; 4] = ["deployment", "replicaset", "scheduler", "kubelet"];
 /// Concurrent clients creating nodes.
 const WRITERS: usize = 16;
 
+/// The plugin-call stage of the host's reconciles, in seconds.
+const CALL_SECONDS: &str = "windlass_reconcile_stage_seconds_sum{stage=\"call\"}";
+
 struct Sizes {
     nodes: usize,
     replicas: usize,
@@ -241,6 +244,8 @@ async fn rollout(nodes: usize, replicas: usize, anti_affinity: bool) -> Rollout 
     let reconciles_before = host.sums(admin, "windlass_reconciles_total", "plugin");
     let writes_before = host.sums(admin, "windlass_writes_total", "plugin");
     let events_before = host.sums(admin, "windlass_informer_events_total", "informer");
+    let busy_before = host.sums(admin, "windlass_reconcile_microseconds_total", "plugin");
+    let calls_before = host.sums(admin, CALL_SECONDS, "plugin");
     let cpu_before = host.cpu_seconds();
     let started = Instant::now();
     post(
@@ -282,6 +287,19 @@ async fn rollout(nodes: usize, replicas: usize, anti_affinity: bool) -> Rollout 
             "watch events",
             events_before,
             host.sums(admin, "windlass_informer_events_total", "informer"),
+        ),
+        (
+            "reconcile µs",
+            busy_before,
+            host.sums(admin, "windlass_reconcile_microseconds_total", "plugin"),
+        ),
+        (
+            "plugin call µs",
+            calls_before,
+            host.sums(admin, CALL_SECONDS, "plugin")
+                .into_iter()
+                .map(|(k, v)| (k, v * 1e6))
+                .collect(),
         ),
     ] {
         let per_pod: Vec<String> = after
@@ -363,15 +381,22 @@ impl Host {
         }
     }
 
-    /// The host's `series` from `/metrics`, summed by the value of `label`.
+    /// The host's `series` from `/metrics`, summed by the value of `label`;
+    /// a series given with a label (`name{stage="call"}`) counts only the
+    /// lines that carry it.
     fn sums(&self, admin: u16, series: &str, label: &str) -> BTreeMap<String, f64> {
         let mut out = BTreeMap::new();
         let Some((_, metrics)) = http_get(admin, "/metrics") else {
             return out;
         };
+        let (series, only) = series.split_once('{').unwrap_or((series, "}"));
+        let only = only.trim_end_matches('}');
         let prefix = format!("{series}{{");
         let key = format!("{label}=\"");
-        for line in metrics.lines().filter(|l| l.starts_with(&prefix)) {
+        for line in metrics
+            .lines()
+            .filter(|l| l.starts_with(&prefix) && l.contains(only))
+        {
             let Some(value) = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) else {
                 continue;
             };

@@ -23,6 +23,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::{Arc, RwLock};
 
+use hashbrown::HashTable;
 use windlass_selector::LabelSelector;
 
 use self::index::{Ids, Ordered, allocation, table_bytes};
@@ -82,9 +83,14 @@ pub struct Store {
     /// Objects by id; `None` marks a free slot (listed in `free`).
     slots: Vec<Option<Arc<CachedObject>>>,
     free: Vec<u32>,
-    /// Ids ordered by namespace then name: the key lookup, and also the
+    /// Ids ordered by namespace then name: listing in order, and the
     /// namespace index.
     order: Ordered,
+    /// Ids by key: a get, an update or a delete finds its object with one
+    /// hash, not the ordered search's comparisons (each a read of another
+    /// object's header).
+    by_key: HashTable<u32>,
+    key_hasher: foldhash::fast::RandomState,
     by_controller: HashIndex,
     by_label: HashIndex,
     hasher: RandomState,
@@ -120,13 +126,48 @@ impl Store {
 
     /// The key of the object in slot `id` (for [`Ordered`]'s comparisons).
     fn key_of(&self, id: u32) -> KeyRef<'_> {
-        self.object(id).map_or(
-            KeyRef {
-                namespace: None,
-                name: "",
-            },
-            |o| o.key(),
-        )
+        slot_key(&self.slots, id)
+    }
+
+    /// The id of the object under `key`.
+    fn find(&self, key: &KeyRef<'_>) -> Option<u32> {
+        let hash = self.key_hasher.hash_one(key);
+        self.by_key
+            .find(hash, |&id| self.key_of(id) == *key)
+            .copied()
+    }
+
+    /// Where `key` is: its id, or where it would go in the order.
+    fn locate(&self, key: &KeyRef<'_>) -> Result<u32, index::Pos> {
+        match self.find(key) {
+            Some(id) => Ok(id),
+            None => {
+                let pos = self.order.search(key, |id| self.key_of(id))?;
+                // Filed in the order but not by key: the two never differ,
+                // but if they did, the ordered entry is the truth.
+                Ok(self.order.id_at(pos).unwrap_or_default())
+            }
+        }
+    }
+
+    /// Files the object in slot `id` by its key.
+    fn file_key(&mut self, id: u32) {
+        let Self {
+            slots,
+            by_key,
+            key_hasher,
+            ..
+        } = self;
+        let hash = key_hasher.hash_one(slot_key(slots, id));
+        by_key.insert_unique(hash, id, |&id| key_hasher.hash_one(slot_key(slots, id)));
+    }
+
+    /// Takes slot `id` (holding an object under `key`) out of the key table.
+    fn unfile_key(&mut self, id: u32, key: &KeyRef<'_>) {
+        let hash = self.key_hasher.hash_one(key);
+        if let Ok(entry) = self.by_key.find_entry(hash, |&x| x == id) {
+            entry.remove();
+        }
     }
 
     /// Inserts or replaces an object, returning what changed: nothing when
@@ -142,9 +183,8 @@ impl Store {
 
     /// [`Store::upsert`], appending to `changes`; returns the object's id.
     fn upsert_into(&mut self, object: CachedObject, changes: &mut Vec<Change>) -> u32 {
-        let mut found = self.order.search(&object.key(), |id| self.key_of(id));
-        if let Ok(pos) = found {
-            let id = self.order.id_at(pos).unwrap_or_default();
+        let mut found = self.locate(&object.key());
+        if let Ok(id) = found {
             let (same, renewed) = self.object(id).map_or((false, false), |old| {
                 let (rv, uid) = (old.resource_version(), old.uid());
                 (
@@ -156,14 +196,13 @@ impl Store {
                 return id;
             }
             if renewed {
-                changes.extend(self.remove_at(pos).map(Change::Deleted));
-                found = self.order.search(&object.key(), |id| self.key_of(id));
+                changes.extend(self.remove_key(&object.key()).map(Change::Deleted));
+                found = self.locate(&object.key());
             }
         }
         let new = Arc::new(object);
         match found {
-            Ok(pos) => {
-                let id = self.order.id_at(pos).unwrap_or_default();
+            Ok(id) => {
                 let old = self.slots[id as usize].replace(new.clone());
                 self.index(id, &new);
                 if let Some(old) = old {
@@ -184,6 +223,7 @@ impl Store {
                     }
                 };
                 self.order.insert(pos, id);
+                self.file_key(id);
                 self.index(id, &new);
                 changes.push(Change::Added(new));
                 id
@@ -194,16 +234,15 @@ impl Store {
     /// Removes an object. `last` is its final state from the DELETED event,
     /// when there is one; it is what the change reports.
     pub fn remove(&mut self, key: &ObjectKey, last: Option<CachedObject>) -> Option<Change> {
-        let pos = self
-            .order
-            .search(&key.as_ref(), |id| self.key_of(id))
-            .ok()?;
-        let old = self.remove_at(pos)?;
+        let old = self.remove_key(&key.as_ref())?;
         Some(Change::Deleted(last.map(Arc::new).unwrap_or(old)))
     }
 
-    fn remove_at(&mut self, pos: index::Pos) -> Option<Arc<CachedObject>> {
+    /// Takes the object under `key` out of the store and every index.
+    fn remove_key(&mut self, key: &KeyRef<'_>) -> Option<Arc<CachedObject>> {
+        let pos = self.order.search(key, |id| self.key_of(id)).ok()?;
         let id = self.order.remove(pos)?;
+        self.unfile_key(id, key);
         let old = self.slots.get_mut(id as usize)?.take()?;
         self.unindex(id, &old, None);
         if self.order.len() == 0 {
@@ -297,8 +336,8 @@ impl Store {
 
     /// The object under `key` (an [`ObjectKey`] or a [`KeyRef`]).
     pub fn get<'k>(&self, key: impl Into<KeyRef<'k>>) -> Option<Arc<CachedObject>> {
-        let pos = self.order.search(&key.into(), |id| self.key_of(id)).ok()?;
-        self.object(self.order.id_at(pos)?).cloned()
+        let id = self.locate(&key.into()).ok()?;
+        self.object(id).cloned()
     }
 
     /// Objects in `namespace` (or all) matching `selector`, ordered by
@@ -411,9 +450,21 @@ impl Store {
             + allocation(self.slots.capacity() * std::mem::size_of::<Option<Arc<CachedObject>>>())
             + allocation(self.free.capacity() * std::mem::size_of::<u32>())
             + self.order.bytes()
+            + allocation(self.by_key.allocation_size())
             + table_bytes(&self.by_controller)
             + table_bytes(&self.by_label)
             + self.ids_bytes
+    }
+}
+
+/// The key of the object in slot `id` of `slots` (empty when the slot is).
+fn slot_key(slots: &[Option<Arc<CachedObject>>], id: u32) -> KeyRef<'_> {
+    match slots.get(id as usize) {
+        Some(Some(o)) => o.key(),
+        _ => KeyRef {
+            namespace: None,
+            name: "",
+        },
     }
 }
 
@@ -629,6 +680,70 @@ mod tests {
         assert_eq!(names(&s.controlled_by("rs2")), ["a/q"]);
         let db = LabelSelector::parse("app=db").unwrap();
         assert_eq!(names(&s.list(None, &db)), ["a/p"]);
+    }
+    /// Random adds, updates, recreations (a new uid under an old name),
+    /// deletes and relists, checked after each step against a plain map:
+    /// every key is found (or not) and the order lists exactly the map.
+    #[test]
+    fn lookups_by_key_follow_every_change() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut s = Store::new();
+        let mut want: std::collections::BTreeMap<(String, String), (String, u32)> =
+            Default::default();
+        let key = |i: u32| (format!("ns-{}", i % 3), format!("p-{i}"));
+        for step in 0..4000u32 {
+            let i = rng.u32(0..300);
+            let (ns, name) = key(i);
+            match rng.u8(0..10) {
+                0..=5 => {
+                    // Add or update; one in eight a recreation.
+                    let uid = match want.get(&(ns.clone(), name.clone())) {
+                        Some((uid, _)) if rng.u8(0..8) != 0 => uid.clone(),
+                        _ => format!("u-{step}"),
+                    };
+                    s.upsert(pod_with_uid(&ns, &name, &uid, step + 1, "web", None));
+                    want.insert((ns, name), (uid, step + 1));
+                }
+                6..=8 => {
+                    let gone = s.remove(&ObjectKey::new(Some(&ns), &name), None);
+                    assert_eq!(gone.is_some(), want.remove(&(ns, name)).is_some());
+                }
+                _ => {
+                    // A relist keeping about half.
+                    want.retain(|_, _| rng.bool());
+                    let objects = want
+                        .iter()
+                        .map(|((ns, name), (uid, rv))| {
+                            pod_with_uid(ns, name, uid, *rv, "web", None)
+                        })
+                        .collect();
+                    s.replace_all(objects);
+                }
+            }
+            assert_eq!(s.len(), want.len(), "step {step}");
+            assert_eq!(s.by_key.len(), want.len(), "step {step}: the key table");
+            for i in 0..300 {
+                let (ns, name) = key(i);
+                let k = ObjectKey::new(Some(&ns), &name);
+                assert_eq!(
+                    s.find(&k.as_ref()).is_some(),
+                    want.contains_key(&(ns.clone(), name.clone()))
+                );
+                let got = s.get(&k);
+                let expected = want.get(&(ns, name));
+                assert_eq!(
+                    got.map(|o| (o.uid().to_owned(), o.resource_version().to_owned())),
+                    expected.map(|(uid, rv)| (uid.clone(), rv.to_string())),
+                    "step {step}, p-{i}"
+                );
+            }
+        }
+        let listed = names(&s.list(None, &LabelSelector::everything()));
+        let expected: Vec<String> = want
+            .keys()
+            .map(|(ns, name)| format!("{ns}/{name}"))
+            .collect();
+        assert_eq!(listed, expected);
     }
 
     /// Many objects, so that label sets become bitmaps and the ordered
