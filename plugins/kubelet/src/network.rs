@@ -74,6 +74,12 @@ pub(crate) fn node_ip(cidr: Cidr) -> Ipv4 {
     Ipv4(0xac10_0000 + 2 + n)
 }
 
+/// Whether `ip` lies in `172.16.0.0/12`, where [`node_ip`] derives the
+/// nodes' addresses.
+pub(crate) fn is_derived_ip(ip: Ipv4) -> bool {
+    ip.0 & 0xfff0_0000 == 0xac10_0000
+}
+
 /// How many node pod CIDRs there are (`/24`s of `10.0.0.0/8`).
 pub(crate) const CIDRS: u32 = 1 << 16;
 

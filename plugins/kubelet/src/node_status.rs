@@ -300,7 +300,25 @@ fn desired<'a>(
             },
         ]
     } else {
-        stored.addresses.clone()
+        // Others' addresses stay; one this kubelet derived from a block the
+        // node no longer holds follows the block (see [`node_ip`]).
+        stored
+            .addresses
+            .iter()
+            .map(|a| {
+                let stale = a.type_ == "InternalIP"
+                    && Ipv4::parse(&a.address)
+                        .is_some_and(|ip| crate::network::is_derived_ip(ip) && ip != node_ip);
+                Address {
+                    type_: a.type_.clone(),
+                    address: if stale {
+                        Cow::Owned(node_ip.to_string())
+                    } else {
+                        a.address.clone()
+                    },
+                }
+            })
+            .collect()
     };
     NodeStatus {
         capacity,
@@ -406,14 +424,19 @@ pub(crate) fn missing_labels(node: &Node<'_>) -> Vec<(&'static str, String)> {
     .collect()
 }
 
-/// The node's IP: its first InternalIP if its status lists one, else the
-/// one derived from its name.
+/// The node's IP: `derived` (from its pod CIDR), unless its status lists
+/// an InternalIP someone else reported. An address in the range the
+/// simulated nodes' are derived in (`172.16.0.0/12`) is this kubelet's own,
+/// from a block the node held before: two nodes that claimed one block at
+/// once can both report from it before the later name moves, and the
+/// moved node's address must move with its block.
 pub(crate) fn node_ip(node: &Node<'_>, derived: Ipv4) -> Ipv4 {
     node.status
         .addresses
         .iter()
         .find(|a| a.type_ == "InternalIP")
         .and_then(|a| Ipv4::parse(&a.address))
+        .filter(|ip| !crate::network::is_derived_ip(*ip))
         .unwrap_or(derived)
 }
 

@@ -115,7 +115,9 @@ fn pod_cidr(node: &Node<'_>, name: &str, number: u32) -> Result<(Cidr, Option<St
         if first.is_none_or(|f| f == name) {
             return Ok((own, None));
         }
-        log::warn!(
+        // Expected when nodes claim blocks at once (their searches start
+        // from the numbers their names end with), so not a warning.
+        log::info!(
             "node {name} shares pod CIDR {own} with {}; moving it",
             first.unwrap_or("")
         );

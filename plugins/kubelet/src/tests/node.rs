@@ -354,9 +354,16 @@ fn every_node_gets_a_pod_cidr_of_its_own() {
     );
 
     // Two nodes that claimed the same block at once: the later name moves.
+    // It had already reported the address of that block, as happens when
+    // its index did not show the other claim yet.
     let shared = cidr_of(&h, "node-a1").unwrap();
+    let a1_ip = h
+        .get(&ObjectRef::cluster("v1", "Node", "node-a1"))
+        .and_then(|n| n.get_str("status.addresses.0.address").map(str::to_owned))
+        .unwrap();
     let mut b1 = h.get(&ObjectRef::cluster("v1", "Node", "node-b1")).unwrap();
     b1.set("spec.podCIDR", shared.clone());
+    b1.set("status.addresses.0.address", a1_ip.clone());
     h.insert(b1);
     let key = ObjectRef::cluster("v1", "Node", "node-b1");
     let out = h.reconcile_key(&key).unwrap();
@@ -364,6 +371,25 @@ fn every_node_gets_a_pod_cidr_of_its_own() {
     let moved = cidr_of(&h, "node-b1").unwrap();
     assert_ne!(moved, shared);
     assert_ne!(Some(moved), cidr_of(&h, "node-c1"));
+    // Its address moves with the block, away from the one of the block
+    // it shared.
+    let ip_of = |h: &H, name: &str| {
+        h.get(&ObjectRef::cluster("v1", "Node", name))
+            .and_then(|n| n.get_str("status.addresses.0.address").map(str::to_owned))
+            .unwrap()
+    };
+    let out = h.reconcile_key(&key).unwrap();
+    h.apply_outcome(&key, &out).unwrap();
+    assert_ne!(
+        ip_of(&h, "node-b1"),
+        a1_ip,
+        "the address of the block it left"
+    );
+    let ips: std::collections::BTreeSet<String> = ["node-a1", "node-b1", "node-c1"]
+        .iter()
+        .map(|n| ip_of(&h, n))
+        .collect();
+    assert_eq!(ips.len(), 3, "{ips:?}");
     let a1 = h
         .reconcile_key(&ObjectRef::cluster("v1", "Node", "node-a1"))
         .unwrap();
