@@ -700,6 +700,7 @@ impl Host {
         let controllers = change.with(std::mem::take);
         futures::future::join_all(controllers.into_values().map(|(_, slot)| slot.stop(grace)))
             .await;
+        self.informers.stop_all();
     }
 }
 

@@ -77,6 +77,15 @@ impl Informers {
         let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         running.values().filter_map(Weak::upgrade).collect()
     }
+
+    /// Stops every informer, held or not: the host is stopping, and none
+    /// may go on watching (and retrying, with a warning a line) a server
+    /// that stops next.
+    pub fn stop_all(&self) {
+        for informer in self.all() {
+            informer.stop();
+        }
+    }
 }
 
 /// What one plugin may read: the caches of the informers its manifest asked

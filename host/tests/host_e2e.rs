@@ -212,6 +212,22 @@ async fn a_replicaset_gets_its_pods_and_status() {
     env.server.shutdown().await;
 }
 
+/// Shutting the host down stops every informer, even one still held
+/// elsewhere, so none goes on watching (and logging its retries) after the
+/// host said it stopped — `windlass run --embedded` stops its server next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_every_informer() {
+    let env = env().await;
+    let informers = env.host.informers().all();
+    assert!(informers.len() >= 2, "the replicaset plugin's watches");
+    assert!(informers.iter().all(|i| !i.is_stopped()));
+    env.host.shutdown().await;
+    for informer in &informers {
+        assert!(informer.is_stopped(), "{:?} still runs", informer.spec());
+    }
+    env.server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scaling_back_to_back_ends_at_the_last_value_and_delete_collects() {
     let env = env().await;

@@ -193,7 +193,10 @@ impl Informer {
         };
         let token = stop.clone();
         tokio::spawn(async move {
+            // Stopped first: a stopped informer whose connection also broke
+            // must not try again.
             tokio::select! {
+                biased;
                 _ = token.cancelled() => {}
                 _ = task.run() => {}
             }
@@ -254,6 +257,11 @@ impl Informer {
     /// Stops the background task.
     pub fn stop(&self) {
         self.stop.cancel();
+    }
+
+    /// Whether [`Informer::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        self.stop.is_cancelled()
     }
 }
 
