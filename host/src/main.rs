@@ -18,10 +18,16 @@ use windlass::offline::{StaticCache, request_for};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The log levels without `RUST_LOG`. kube's client logs every failed
+/// request at ERROR with no more than the transport's words ("client error
+/// (Connect)"); the host reports each failure itself, with the request and
+/// what it does next, so that line only doubled every retry in an outage.
+const DEFAULT_LOG: &str = "info,kube_client::client::builder=off";
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG));
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
