@@ -207,6 +207,13 @@ async fn serve(
         {
             crate::reviews::token_request(ctx, name, &ct, body).await
         }
+        (_, Some(name), Some(sub))
+            if ctx.res.group.is_empty()
+                && ctx.res.plural == "pods"
+                && subresource::NODE_PROXIED.contains(&sub) =>
+        {
+            Err(subresource::node_proxied(ctx, name, sub))
+        }
         (_, _, Some(_)) => Err(ApiError::not_found_path(path)),
         (m, _, None) => Err(ApiError::method_not_supported(ctx.target(""), m.as_str())),
     }

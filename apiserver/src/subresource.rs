@@ -1,4 +1,5 @@
-//! The scale and binding subresources.
+//! The scale and binding subresources, and the answer to those a real API
+//! server passes to a kubelet (logs, exec, attach, port-forward, proxy).
 
 use hyper::{Method, Response};
 use serde_json::{Value, json};
@@ -219,6 +220,38 @@ pub(crate) async fn binding(
     };
     ctx.finish(w, 201).await?;
     Ok(rq::json(201, &crate::status::success(None)))
+}
+
+/// The pod subresources a real API server hands to the kubelet of the
+/// pod's node: `log`, `exec`, `attach`, `portforward`, `proxy`.
+pub(crate) const NODE_PROXIED: [&str; 5] = ["log", "exec", "attach", "portforward", "proxy"];
+
+/// The answer to one of [`NODE_PROXIED`] on pod `name`: this server
+/// connects to no kubelet (windlass's simulated nodes run no containers),
+/// so a pod that exists gets a 400 that says so and names its node, as
+/// kube-apiserver names the kubelet it could not reach; one that does not
+/// gets the pod's 404, not the 404 of a path this server does not know.
+pub(crate) fn node_proxied(ctx: &Ctx, name: &str, sub: &str) -> ApiError {
+    let Some(pod) = ctx
+        .shared
+        .lock()
+        .get(&ctx.res.key(), &ctx.ns, name)
+        .map(Current::of)
+    else {
+        return ApiError::not_found(ctx.target(name));
+    };
+    let place = match pod.value["spec"]["nodeName"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+    {
+        Some(node) => format!("runs on node {node:?}"),
+        None => "is not scheduled to a node yet".to_owned(),
+    };
+    ApiError::bad_request(format!(
+        "pod {name:?} {place}, and this API server (windlass) connects to no kubelet: \
+         pods/{sub} is not served (a simulated node runs no containers, so there are no \
+         logs, processes or ports to reach)"
+    ))
 }
 
 #[cfg(test)]

@@ -408,3 +408,27 @@ async fn drain_evicts_within_the_disruption_budget() {
     assert!(out.contains("pod/c deleted"), "{out}");
     assert_eq!(left(&k), 0);
 }
+
+/// `kubectl logs`, `exec` and `port-forward` reach a kubelet through the
+/// API server; this one connects to none, and says so in words naming the
+/// pod's node rather than with a 404 for a path it does not know. A pod
+/// that does not exist is still the pod's 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn logs_exec_and_port_forward_say_no_kubelet_is_reached() {
+    let k = Kube::new().await;
+    running_pod_on(&k, "node-1", "web-1");
+    for args in [
+        &["logs", "web-1"][..],
+        &["exec", "web-1", "--", "ls"],
+        &["port-forward", "pod/web-1", "18080:80"],
+    ] {
+        let err = k.fail(args, None);
+        assert!(
+            err.contains(r#"pod "web-1" runs on node "node-1""#)
+                && err.contains("connects to no kubelet"),
+            "kubectl {args:?}: {err}"
+        );
+    }
+    let err = k.fail(&["logs", "missing"], None);
+    assert!(err.contains(r#"pods "missing" not found"#), "{err}");
+}
