@@ -389,8 +389,9 @@ impl Host {
         let Some((_, metrics)) = http_get(admin, "/metrics") else {
             return out;
         };
-        let (series, only) = series.split_once('{').unwrap_or((series, "}"));
-        let only = only.trim_end_matches('}');
+        let (series, only) = series
+            .split_once('{')
+            .map_or((series, ""), |(s, label)| (s, label.trim_end_matches('}')));
         let prefix = format!("{series}{{");
         let key = format!("{label}=\"");
         for line in metrics

@@ -336,7 +336,7 @@ impl Store {
 
     /// The object under `key` (an [`ObjectKey`] or a [`KeyRef`]).
     pub fn get<'k>(&self, key: impl Into<KeyRef<'k>>) -> Option<Arc<CachedObject>> {
-        let id = self.locate(&key.into()).ok()?;
+        let id = self.find(&key.into())?;
         self.object(id).cloned()
     }
 

@@ -332,10 +332,8 @@ mod tests {
                 held.push(stream);
             }
         });
-        let kubeconfig = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://{addr}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user: {{}}\n"
-        );
-        let client = ApiClient::from_kubeconfig_yaml(&kubeconfig).await.unwrap();
+        let url = format!("http://{addr}").parse().unwrap();
+        let client = ApiClient::from_config(kube::Config::new(url)).unwrap();
         let asked = MAX_REQUESTS_IN_FLIGHT + 100;
         let requests: Vec<_> = (0..asked)
             .map(|i| {

@@ -300,23 +300,18 @@ fn desired<'a>(
             },
         ]
     } else {
-        // Others' addresses stay; one this kubelet derived from a block the
-        // node no longer holds follows the block (see [`node_ip`]).
+        // Others' addresses stay; one this kubelet derived follows the
+        // node's block (see [`node_ip`]).
         stored
             .addresses
             .iter()
-            .map(|a| {
-                let stale = a.type_ == "InternalIP"
-                    && Ipv4::parse(&a.address)
-                        .is_some_and(|ip| crate::network::is_derived_ip(ip) && ip != node_ip);
-                Address {
-                    type_: a.type_.clone(),
-                    address: if stale {
-                        Cow::Owned(node_ip.to_string())
-                    } else {
-                        a.address.clone()
-                    },
-                }
+            .map(|a| Address {
+                type_: a.type_.clone(),
+                address: if derived_internal_ip(a) {
+                    Cow::Owned(node_ip.to_string())
+                } else {
+                    a.address.clone()
+                },
             })
             .collect()
     };
@@ -435,9 +430,15 @@ pub(crate) fn node_ip(node: &Node<'_>, derived: Ipv4) -> Ipv4 {
         .addresses
         .iter()
         .find(|a| a.type_ == "InternalIP")
+        .filter(|a| !derived_internal_ip(a))
         .and_then(|a| Ipv4::parse(&a.address))
-        .filter(|ip| !crate::network::is_derived_ip(*ip))
         .unwrap_or(derived)
+}
+
+/// Whether `a` is an InternalIP in the range this kubelet derives nodes'
+/// addresses in, so its own (see [`node_ip`]).
+fn derived_internal_ip(a: &Address<'_>) -> bool {
+    a.type_ == "InternalIP" && Ipv4::parse(&a.address).is_some_and(crate::network::is_derived_ip)
 }
 
 #[cfg(test)]

@@ -315,6 +315,11 @@ fn every_node_gets_a_pod_cidr_of_its_own() {
         h.get(&ObjectRef::cluster("v1", "Node", name))
             .and_then(|n| n.get_str("spec.podCIDR").map(str::to_owned))
     };
+    let ip_of = |h: &H, name: &str| {
+        h.get(&ObjectRef::cluster("v1", "Node", name))
+            .and_then(|n| n.get_str("status.addresses.0.address").map(str::to_owned))
+            .expect("an address")
+    };
     // The first pass claims blocks and reports nothing yet; the second,
     // with the blocks their own, reports.
     for name in ["node-a1", "node-b1", "node-c1"] {
@@ -336,12 +341,7 @@ fn every_node_gets_a_pod_cidr_of_its_own() {
     // And an address of its own, derived from the block.
     let ips: std::collections::BTreeSet<String> = ["node-a1", "node-b1", "node-c1"]
         .iter()
-        .map(|n| {
-            let node = h.get(&ObjectRef::cluster("v1", "Node", *n)).unwrap();
-            node.get_str("status.addresses.0.address")
-                .unwrap()
-                .to_owned()
-        })
+        .map(|n| ip_of(&h, n))
         .collect();
     assert_eq!(ips.len(), 3, "{ips:?}");
     // A second look changes nothing.
@@ -357,10 +357,7 @@ fn every_node_gets_a_pod_cidr_of_its_own() {
     // It had already reported the address of that block, as happens when
     // its index did not show the other claim yet.
     let shared = cidr_of(&h, "node-a1").unwrap();
-    let a1_ip = h
-        .get(&ObjectRef::cluster("v1", "Node", "node-a1"))
-        .and_then(|n| n.get_str("status.addresses.0.address").map(str::to_owned))
-        .unwrap();
+    let a1_ip = ip_of(&h, "node-a1");
     let mut b1 = h.get(&ObjectRef::cluster("v1", "Node", "node-b1")).unwrap();
     b1.set("spec.podCIDR", shared.clone());
     b1.set("status.addresses.0.address", a1_ip.clone());
@@ -373,11 +370,6 @@ fn every_node_gets_a_pod_cidr_of_its_own() {
     assert_ne!(Some(moved), cidr_of(&h, "node-c1"));
     // Its address moves with the block, away from the one of the block
     // it shared.
-    let ip_of = |h: &H, name: &str| {
-        h.get(&ObjectRef::cluster("v1", "Node", name))
-            .and_then(|n| n.get_str("status.addresses.0.address").map(str::to_owned))
-            .unwrap()
-    };
     let out = h.reconcile_key(&key).unwrap();
     h.apply_outcome(&key, &out).unwrap();
     assert_ne!(
