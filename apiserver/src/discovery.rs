@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::resources::{Registry, Resource};
+use crate::subresource::NODE_PROXIED;
 
 pub(crate) fn api_versions(server: &str) -> Value {
     json!({"kind": "APIVersions", "versions": ["v1"],
@@ -109,20 +110,32 @@ fn subresources(r: &Resource) -> Vec<Sub> {
         });
     }
     match (r.group.as_str(), r.plural.as_str()) {
-        ("", "pods") => out.extend([
-            Sub {
-                name: "binding",
-                kind: "Binding".into(),
+        ("", "pods") => out.extend(
+            [
+                Sub {
+                    name: "binding",
+                    kind: "Binding".into(),
+                    group_version: None,
+                    verbs: vec!["create"],
+                },
+                Sub {
+                    name: "eviction",
+                    kind: "Eviction".into(),
+                    group_version: Some(("policy", "v1")),
+                    verbs: vec!["create"],
+                },
+            ]
+            .into_iter()
+            // Served with a 400 that says no kubelet is reached
+            // (`subresource::node_proxied`), but listed as kube-apiserver lists
+            // them, so that clients that look before they ask get that answer.
+            .chain(NODE_PROXIED.iter().map(|&(name, kind, verbs)| Sub {
+                name,
+                kind: kind.into(),
                 group_version: None,
-                verbs: vec!["create"],
-            },
-            Sub {
-                name: "eviction",
-                kind: "Eviction".into(),
-                group_version: Some(("policy", "v1")),
-                verbs: vec!["create"],
-            },
-        ]),
+                verbs: verbs.to_vec(),
+            })),
+        ),
         ("", "serviceaccounts") => out.push(Sub {
             name: "token",
             kind: "TokenRequest".into(),
@@ -248,6 +261,13 @@ mod tests {
                 && names.contains(&"pods/status")
                 && names.contains(&"pods/binding")
         );
+        // Every subresource served for a kubelet is listed, and only those.
+        let proxied: Vec<&str> = names
+            .iter()
+            .filter_map(|n| n.strip_prefix("pods/"))
+            .filter(|s| crate::subresource::is_node_proxied(s))
+            .collect();
+        assert_eq!(proxied.len(), NODE_PROXIED.len());
         let apps = resource_list(&reg, "apps", "v1").unwrap();
         assert!(
             apps["resources"]

@@ -210,7 +210,7 @@ async fn serve(
         (_, Some(name), Some(sub))
             if ctx.res.group.is_empty()
                 && ctx.res.plural == "pods"
-                && subresource::NODE_PROXIED.contains(&sub) =>
+                && subresource::is_node_proxied(sub) =>
         {
             Err(subresource::node_proxied(ctx, name, sub))
         }

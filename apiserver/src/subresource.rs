@@ -223,8 +223,23 @@ pub(crate) async fn binding(
 }
 
 /// The pod subresources a real API server hands to the kubelet of the
-/// pod's node: `log`, `exec`, `attach`, `portforward`, `proxy`.
-pub(crate) const NODE_PROXIED: [&str; 5] = ["log", "exec", "attach", "portforward", "proxy"];
+/// pod's node, with the kinds and verbs its discovery lists for them.
+pub(crate) const NODE_PROXIED: [(&str, &str, &[&str]); 5] = [
+    ("attach", "PodAttachOptions", &["create", "get"]),
+    ("exec", "PodExecOptions", &["create", "get"]),
+    ("log", "Pod", &["get"]),
+    ("portforward", "PodPortForwardOptions", &["create", "get"]),
+    (
+        "proxy",
+        "PodProxyOptions",
+        &["create", "delete", "get", "patch", "update"],
+    ),
+];
+
+/// Whether `sub` is one of [`NODE_PROXIED`].
+pub(crate) fn is_node_proxied(sub: &str) -> bool {
+    NODE_PROXIED.iter().any(|(name, ..)| *name == sub)
+}
 
 /// The answer to one of [`NODE_PROXIED`] on pod `name`: this server
 /// connects to no kubelet (windlass's simulated nodes run no containers),
