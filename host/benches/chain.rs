@@ -506,10 +506,14 @@ fn decision_costs(nodes: usize) -> Vec<(usize, usize, f64)> {
     out
 }
 
+/// A pod of one ReplicaSet, as a Deployment's pods are (so a decision
+/// scores kube-scheduler's default spread over that owner's pods).
 fn pod(name: &str, node: Option<&str>) -> Value {
     let mut p = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
-            "resourceVersion": "2", "labels": {"app": "bench"}},
+            "resourceVersion": "2", "labels": {"app": "bench"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "bench",
+                "uid": "uid-replicaset-bench", "controller": true}]},
         "spec": {"schedulerName": "default-scheduler",
             "containers": [{"name": "web", "image": "nginx",
                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},

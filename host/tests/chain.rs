@@ -186,7 +186,8 @@ fn a_deployment_schedules_rolls_out_and_rolls_back() {
 }
 
 /// What a newcomer types first, scaled in bursts: `kubectl create
-/// deployment`, then 1 → 5 → 2 back to back ends at exactly 2 Running.
+/// deployment`, then 1 → 5 → 2 back to back ends at exactly 2 Running;
+/// and a Deployment of 3 lands on 3 nodes.
 #[test]
 fn scaling_in_bursts_ends_at_the_last_value() {
     let c = cluster();
@@ -217,6 +218,28 @@ fn scaling_in_bursts_ends_at_the_last_value() {
     // And it stays there.
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(pods(&c, "default", "app=web").len(), 2);
+
+    // Three replicas of another Deployment, with no constraints of their
+    // own, go to the three untainted nodes, one each: kube-scheduler's
+    // default spread, which outweighs node-b1's larger room.
+    c.ok(
+        &[
+            "create",
+            "deployment",
+            "spread",
+            "--image=nginx",
+            "--replicas=3",
+        ],
+        None,
+    );
+    c.eventually("3 pods Running on 3 nodes", WAIT, || {
+        let all = pods(&c, "default", "app=spread");
+        let live = running(&all);
+        let nodes: BTreeSet<String> = live.iter().map(|p| node_of(p)).collect();
+        (live.len() == 3 && nodes.len() == 3)
+            .then_some(())
+            .ok_or(format!("{} running on {nodes:?}", live.len()))
+    });
     c.stop();
 }
 

@@ -122,6 +122,23 @@ pub(crate) struct Meta<'a> {
     pub(crate) deletion_timestamp: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     pub(crate) labels: StrMap<'a>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    pub(crate) owner_references: Vec<OwnerReference<'a>>,
+}
+
+/// The parts of an owner reference the scheduler reads (the controller of
+/// a pod decides the default spread constraints).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OwnerReference<'a> {
+    #[serde(borrow, default)]
+    pub(crate) api_version: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub(crate) kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub(crate) uid: Cow<'a, str>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub(crate) controller: bool,
 }
 
 #[derive(Deserialize, Default)]

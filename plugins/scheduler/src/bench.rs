@@ -70,6 +70,19 @@ impl Cluster for Index {
         r
     }
 
+    fn owned(&mut self, owner: &str, nodes: &[&[u8]]) -> Result<Vec<i64>, Error> {
+        let t = Instant::now();
+        let r = nodes
+            .iter()
+            .map(|n| {
+                let key = keys::owned_on(owner, std::str::from_utf8(n).unwrap());
+                self.sums.get(&key).map_or(0, |s| s[3])
+            })
+            .collect();
+        self.host += t.elapsed();
+        Ok(r)
+    }
+
     fn usage(&mut self, nodes: &[&[u8]]) -> Result<Vec<Usage>, Error> {
         let t = Instant::now();
         let r = self.usage_inner(nodes);
@@ -146,7 +159,13 @@ fn run(c: &mut Index, app: &str, spec: &str, count: usize) {
     for i in 0..count {
         let name = format!("{app}-{i:05}");
         let labels = [("app", app), ("pod-template-hash", "5d8f7c")];
-        let json = pod_json(&name, &labels, spec);
+        // Owned by a ReplicaSet, as a Deployment's pods are (so that the
+        // default spread constraints are scored).
+        let mut json: serde_json::Value =
+            serde_json::from_str(&pod_json(&name, &labels, spec)).unwrap();
+        json["metadata"]["ownerReferences"] = serde_json::json!([{"apiVersion": "apps/v1",
+            "kind": "ReplicaSet", "name": app, "uid": format!("uid-{app}"), "controller": true}]);
+        let json = json.to_string();
         let host_before = c.host;
         let t = Instant::now();
         let view: api::PodView<'_> = serde_json::from_str(&json).unwrap();

@@ -64,6 +64,9 @@ fn index_pod(view: &api::PodView<'_>) -> Option<IndexEntry> {
         e = e.key(keys::AFFINITY);
     }
     let terminating = view.metadata.deletion_timestamp.is_some();
+    if let Some(owner) = info.spread_owner.filter(|_| !terminating) {
+        e = e.key(keys::owned_on(owner, node));
+    }
     Some(
         e.amounts(Usage::amounts(info.requests, info.scoring_requests))
             .summary(BoundPod::encode(&info, node, terminating)),

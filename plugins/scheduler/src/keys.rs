@@ -7,7 +7,11 @@
 //! only some shards. Bound pods (not finished): under their node
 //! (`n/<node>`, with the amounts the node's totals add up), their namespace
 //! (`ns/<ns>`), each label (`l/<key>=<value>`), [`ALL`], and [`AFFINITY`]
-//! if they have pod (anti-)affinity. Pending pods this scheduler found
+//! if they have pod (anti-)affinity, and when a ReplicaSet,
+//! ReplicationController or StatefulSet controls them and they are not
+//! being deleted, under that owner and their node (`o/<hash of the
+//! owner's uid>/<node>`).
+//! Pending pods this scheduler found
 //! unschedulable: under [`UNSCHEDULABLE`], and also [`WAITING_FOR_PODS`] if
 //! a newly bound pod could help them (pod affinity, spread constraints).
 
@@ -39,7 +43,23 @@ pub(crate) const WAITING_FOR_PODS: &str = "unsched-pods";
 
 /// The pods bound to a node.
 pub(crate) fn node(name: &str) -> String {
-    format!("n/{name}")
+    format!("{NODE_PREFIX}{name}")
+}
+
+/// [`node`] without the name.
+pub(crate) const NODE_PREFIX: &str = "n/";
+
+/// The bound pods on a node that a controller (by uid) controls and that
+/// are not being deleted: the counts of the default spread constraints.
+/// (The owner's uid is hashed: a decision reads hundreds of these keys,
+/// and a short key is cheaper to pass and to look up.)
+pub(crate) fn owned_on(owner_uid: &str, node: &str) -> String {
+    owned_prefix(owner_uid) + node
+}
+
+/// [`owned_on`] without the node.
+pub(crate) fn owned_prefix(owner_uid: &str) -> String {
+    format!("o/{:016x}/", crate::hash::of(&[owner_uid.as_bytes()]))
 }
 
 /// The bound pods of a namespace.

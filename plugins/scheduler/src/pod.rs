@@ -131,6 +131,10 @@ pub(crate) struct PodInfo<'a> {
     /// Whether the pod has a `podAffinity` or `podAntiAffinity` at all.
     pub(crate) has_pod_affinity: bool,
     pub(crate) spread: Vec<SpreadConstraint<'a>>,
+    /// The uid of the pod's controller when it is a ReplicaSet,
+    /// ReplicationController or StatefulSet: the owners whose pods
+    /// kube-scheduler's system default spread constraints count.
+    pub(crate) spread_owner: Option<&'a str>,
 }
 
 impl<'a> PodInfo<'a> {
@@ -201,13 +205,35 @@ impl<'a> PodInfo<'a> {
                 .iter()
                 .filter_map(|c| SpreadConstraint::from_view(c, labels))
                 .collect(),
+            spread_owner: spread_owner(&meta.owner_references),
         }
+    }
+
+    /// The owner the system default spread constraints count the pods of,
+    /// when they apply: the pod has no constraints of its own (an explicit
+    /// list replaces the defaults, as upstream).
+    pub(crate) fn default_spread_owner(&self) -> Option<&'a str> {
+        self.spread_owner.filter(|_| self.spread.is_empty())
     }
 
     /// Whether a taint is tolerated by one of the pod's tolerations.
     pub(crate) fn tolerates(&self, taint: &Taint<'_>) -> bool {
         self.tolerations.iter().any(|t| t.tolerates(taint))
     }
+}
+
+/// The uid of the controller among `refs` whose pods the default spread
+/// constraints count. kube-scheduler counts the pods its selector selects
+/// (with those of the Services that select the pod); windlass counts the
+/// pods the same controller controls, which is the same set for a
+/// controller that owns what it selects, and reads no Services.
+fn spread_owner<'a>(refs: &'a [api::OwnerReference<'a>]) -> Option<&'a str> {
+    let c = refs.iter().find(|r| r.controller)?;
+    let counted = matches!(
+        (&*c.api_version, &*c.kind),
+        ("apps/v1", "ReplicaSet" | "StatefulSet") | ("v1", "ReplicationController")
+    );
+    (counted && !c.uid.is_empty()).then_some(&*c.uid)
 }
 
 /// Whether this scheduler is the one `spec.schedulerName` asks for.

@@ -32,6 +32,10 @@ const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 const MIN_FEASIBLE_PERCENTAGE: usize = 5;
 /// Node totals are read at least this many at a time.
 const MIN_BATCH: usize = 16;
+/// The most nodes the default spread constraints are scored on (the best
+/// by the other scores): kube-scheduler's `minFeasibleNodesToFind`, so a
+/// cluster that small is scored as kube-scheduler scores it.
+const DEFAULT_SPREAD_NODES: usize = MIN_FEASIBLE_NODES_TO_FIND;
 
 /// What the scheduler decided for a pod.
 #[derive(Debug, PartialEq, Eq)]
@@ -204,7 +208,7 @@ pub(crate) fn decide(
             snap.nodes[search.feasible[0].0].name_str().to_owned(),
         )),
         _ => {
-            let best = select(pod, &snap, &search.feasible, pod_hash);
+            let best = select(pod, &snap, &search.feasible, pod_hash, cluster)?;
             Ok(Decision::Bind(snap.nodes[best].name_str().to_owned()))
         }
     }
@@ -290,23 +294,48 @@ impl Search {
 }
 
 /// Scores the feasible nodes and returns the best one's index.
+///
+/// A pod the default spread constraints apply to is spread over the
+/// [`DEFAULT_SPREAD_NODES`] nodes the other scores rank best (all of them
+/// in a cluster that small): those nodes' counts of the owner's pods are
+/// read (a key each), their spread scores added, and the best of them
+/// taken. kube-scheduler adds the spread score of every feasible node; at
+/// the hundreds a large cluster gives, reading each count cost more than
+/// the rest of the decision.
 fn select(
     pod: &PodInfo<'_>,
     snap: &Snapshot<'_>,
     feasible: &[(usize, Usage)],
     pod_hash: u64,
-) -> usize {
-    let totals = scores(pod, snap, feasible);
-    let top = totals.iter().copied().max().unwrap_or(0);
+    cluster: &mut impl Cluster,
+) -> Result<usize, Error> {
+    let mut totals = scores(pod, snap, feasible);
+    let mut candidates: Vec<usize> = (0..feasible.len()).collect();
+    if let Some(owner) = pod.default_spread_owner() {
+        if candidates.len() > DEFAULT_SPREAD_NODES {
+            candidates.select_nth_unstable_by_key(DEFAULT_SPREAD_NODES - 1, |&k| {
+                std::cmp::Reverse(totals[k])
+            });
+            candidates.truncate(DEFAULT_SPREAD_NODES);
+        }
+        let nodes: Vec<usize> = candidates.iter().map(|&k| feasible[k].0).collect();
+        let names: Vec<&[u8]> = nodes.iter().map(|&i| snap.nodes[i].name).collect();
+        let owned = cluster.owned(owner, &names)?;
+        let spread = pod_topology_spread::default_scores(snap, &nodes, &owned);
+        for (&k, s) in candidates.iter().zip(&spread) {
+            totals[k] += weight::POD_TOPOLOGY_SPREAD * s;
+        }
+    }
+    let top = candidates.iter().map(|&k| totals[k]).max().unwrap_or(0);
     // Among the best, the one the pod's hash and the node's name favour
     // (hashed only for the tied ones).
-    feasible
+    Ok(candidates
         .iter()
-        .zip(&totals)
-        .filter(|(_, t)| **t == top)
-        .map(|((i, _), _)| (hash::mix(pod_hash ^ hash::of(&[snap.nodes[*i].name])), *i))
+        .filter(|&&k| totals[k] == top)
+        .map(|&k| feasible[k].0)
+        .map(|i| (hash::mix(pod_hash ^ hash::of(&[snap.nodes[i].name])), i))
         .max()
-        .map_or(feasible[0].0, |(_, i)| i)
+        .map_or(feasible[0].0, |(_, i)| i))
 }
 
 /// Adds a plugin's normalized scores, weighted, to the totals.

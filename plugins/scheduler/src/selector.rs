@@ -73,6 +73,23 @@ impl<'a> EncodedLabels<'a> {
         self.entry(key).map(|(_, v)| v)
     }
 
+    /// The values of labels `a` and `b`, in one pass.
+    pub(crate) fn get_both(&self, a: &str, b: &str) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
+        let (mut r, n) = self.pairs();
+        let mut found = (None, None);
+        for _ in 0..n {
+            let (Some(k), Some(v)) = (r.bytes(), r.bytes()) else {
+                break;
+            };
+            if k == a.as_bytes() {
+                found.0 = Some(v);
+            } else if k == b.as_bytes() {
+                found.1 = Some(v);
+            }
+        }
+        found
+    }
+
     /// The label `key` as slices of the summary: its key and its value.
     /// Topology pairs are kept as these, so counting them copies nothing.
     pub(crate) fn entry(&self, key: &str) -> Option<(&'a [u8], &'a [u8])> {

@@ -30,6 +30,10 @@ pub(crate) trait Cluster {
     fn pods(&mut self, key: &str) -> Result<Vec<Vec<u8>>, Error>;
     /// What the pods bound to each of `nodes` request there.
     fn usage(&mut self, nodes: &[&[u8]]) -> Result<Vec<Usage>, Error>;
+    /// How many of the pods bound to each of `nodes` the controller
+    /// `owner` (a uid) controls, not counting those being deleted (the
+    /// totals of [`keys::owned_on`]).
+    fn owned(&mut self, owner: &str, nodes: &[&[u8]]) -> Result<Vec<i64>, Error>;
 }
 
 /// The host's indexed caches.
@@ -59,29 +63,38 @@ impl Cluster for HostCache {
     }
 
     fn usage(&mut self, nodes: &[&[u8]]) -> Result<Vec<Usage>, Error> {
-        // One buffer for all the keys, sliced: a few allocations, not one
-        // per node, and one UTF-8 check for all of them.
-        let mut bytes = Vec::with_capacity(nodes.iter().map(|n| n.len() + 2).sum());
-        let mut ends = Vec::with_capacity(nodes.len());
-        for n in nodes {
-            bytes.extend_from_slice(b"n/");
-            bytes.extend_from_slice(n);
-            ends.push(bytes.len());
-        }
-        let text =
-            String::from_utf8(bytes).map_err(|_| Error::retry("a node name is not UTF-8"))?;
-        let mut start = 0;
-        let node_keys: Vec<&str> = ends
-            .iter()
-            .map(|&end| {
-                let k = &text[start..end];
-                start = end;
-                k
-            })
-            .collect();
-        let totals = cache::totals(&pod_kind(), &node_keys)?;
+        let totals = per_node_totals(keys::NODE_PREFIX, nodes)?;
         Ok(totals.iter().map(|t| Usage::from_totals(t)).collect())
     }
+
+    fn owned(&mut self, owner: &str, nodes: &[&[u8]]) -> Result<Vec<i64>, Error> {
+        let totals = per_node_totals(&keys::owned_prefix(owner), nodes)?;
+        Ok(totals.iter().map(|t| Usage::from_totals(t).pods).collect())
+    }
+}
+
+/// The pod index's totals of `<prefix><node>` for each of `nodes`.
+fn per_node_totals(prefix: &str, nodes: &[&[u8]]) -> Result<Vec<Vec<i64>>, Error> {
+    // One buffer for all the keys, sliced: a few allocations, not one per
+    // node, and one UTF-8 check for all of them.
+    let mut bytes = Vec::with_capacity(nodes.iter().map(|n| n.len() + prefix.len()).sum());
+    let mut ends = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        bytes.extend_from_slice(prefix.as_bytes());
+        bytes.extend_from_slice(n);
+        ends.push(bytes.len());
+    }
+    let text = String::from_utf8(bytes).map_err(|_| Error::retry("a node name is not UTF-8"))?;
+    let mut start = 0;
+    let node_keys: Vec<&str> = ends
+        .iter()
+        .map(|&end| {
+            let k = &text[start..end];
+            start = end;
+            k
+        })
+        .collect();
+    cache::totals(&pod_kind(), &node_keys)
 }
 
 /// Instruction-independent counts of what a decision read, for the

@@ -175,6 +175,18 @@ impl Cluster for TestCluster {
             .collect())
     }
 
+    fn owned(&mut self, owner: &str, nodes: &[&[u8]]) -> Result<Vec<i64>, Error> {
+        Ok(nodes
+            .iter()
+            .map(|n| {
+                let key = keys::owned_on(owner, std::str::from_utf8(n).unwrap());
+                self.under(&key)
+                    .map(|e| Usage::from_totals(&e.amounts).pods)
+                    .sum()
+            })
+            .collect())
+    }
+
     fn usage(&mut self, nodes: &[&[u8]]) -> Result<Vec<Usage>, Error> {
         self.usage_calls += 1;
         Ok(nodes

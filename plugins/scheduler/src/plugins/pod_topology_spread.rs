@@ -10,9 +10,9 @@
 //! node makes its domain count (with zero pods) for the minimum and for
 //! `minDomains`. An empty selector counts no pods, as upstream.
 //!
-//! Not done: the system default constraints kube-scheduler applies to pods
-//! without any (hostname and zone, `ScheduleAnyway`, over the selectors of
-//! the Services and ReplicaSets that own the pod) — they need those objects.
+//! A pod with no constraints of its own that a ReplicaSet,
+//! ReplicationController or StatefulSet controls is scored with
+//! kube-scheduler's system defaults (see [`default_scores`]).
 
 use super::{MAX_NODE_SCORE, Reason, node_affinity, taint_toleration};
 use crate::hash::FnvMap;
@@ -141,6 +141,59 @@ impl<'p, 'a> FilterState<'p, 'a> {
     }
 }
 
+/// The system default constraints kube-scheduler gives a pod with none of
+/// its own (`PodTopologySpreadArgs.defaultingType: System`): spread over
+/// nodes with skew 3 and over zones with skew 5, both `ScheduleAnyway`.
+const DEFAULT_CONSTRAINTS: [(&str, i32); 2] = [(HOSTNAME, 3), ("topology.kubernetes.io/zone", 5)];
+
+/// The normalized scores of the default constraints for `nodes` (indices
+/// into the snapshot), given how many of the owner's live pods each holds
+/// (`owned`, in the same order).
+///
+/// Counted as kube-scheduler counts them, but over `nodes` only: exact per
+/// node; per zone, the sum over the given nodes of the zone (kube-scheduler
+/// counts every node of the zone). As upstream for defaults, no node is
+/// ignored: a node lacking a key only adds nothing for that constraint, and
+/// counts as a domain of its own (the empty value) in the zone constraint's
+/// weight. Each node's labels are read once (a decision scores up to a
+/// hundred nodes this way).
+pub(crate) fn default_scores(snap: &Snapshot<'_>, nodes: &[usize], owned: &[i64]) -> Vec<i64> {
+    let [(hostname_key, hostname_skew), (zone_key, zone_skew)] = DEFAULT_CONSTRAINTS;
+    let mut zones: Vec<(&[u8], i64)> = Vec::new();
+    let mut at_node = Vec::with_capacity(nodes.len());
+    for (&i, &n) in nodes.iter().zip(owned) {
+        let (hostname, zone) = snap.nodes[i].labels.get_both(hostname_key, zone_key);
+        let value = zone.unwrap_or_default();
+        let at = match zones.iter().position(|(v, _)| *v == value) {
+            Some(at) => at,
+            None => {
+                zones.push((value, 0));
+                zones.len() - 1
+            }
+        };
+        zones[at].1 += n;
+        at_node.push((hostname.is_some(), zone.map(|_| at)));
+    }
+    let weight = |size: usize| ((size + 2) as f64).ln();
+    let (node_weight, zone_weight) = (weight(nodes.len()), weight(zones.len()));
+    let mut scores: Vec<i64> = owned
+        .iter()
+        .zip(at_node)
+        .map(|(&n, (has_hostname, zone))| {
+            let mut score = 0.0;
+            if has_hostname {
+                score += n as f64 * node_weight + f64::from(hostname_skew - 1);
+            }
+            if let Some(at) = zone {
+                score += zones[at].1 as f64 * zone_weight + f64::from(zone_skew - 1);
+            }
+            score.round() as i64
+        })
+        .collect();
+    normalize_fewer_higher(&mut scores, |_| false);
+    scores
+}
+
 /// One `ScheduleAnyway` constraint, counted for scoring.
 struct Soft<'p, 'a> {
     c: &'p SpreadConstraint<'p>,
@@ -232,23 +285,29 @@ impl<'p, 'a> ScoreState<'p, 'a> {
 
     /// Fewer matching pods score higher; ignored nodes score 0.
     pub(crate) fn normalize(&self, scores: &mut [i64]) {
-        let mut min = i64::MAX;
-        let mut max = 0;
-        for (s, ignored) in scores.iter().zip(&self.ignored) {
-            if !ignored {
-                min = min.min(*s);
-                max = max.max(*s);
-            }
+        normalize_fewer_higher(scores, |k| self.ignored[k]);
+    }
+}
+
+/// kube-scheduler's `NormalizeScore` for spreading: fewer matching pods
+/// score higher; ignored nodes score 0.
+fn normalize_fewer_higher(scores: &mut [i64], ignored: impl Fn(usize) -> bool) {
+    let mut min = i64::MAX;
+    let mut max = 0;
+    for (k, s) in scores.iter().enumerate() {
+        if !ignored(k) {
+            min = min.min(*s);
+            max = max.max(*s);
         }
-        for (s, ignored) in scores.iter_mut().zip(&self.ignored) {
-            *s = if *ignored {
-                0
-            } else if max == 0 {
-                MAX_NODE_SCORE
-            } else {
-                MAX_NODE_SCORE * (max + min - *s) / max
-            };
-        }
+    }
+    for (k, s) in scores.iter_mut().enumerate() {
+        *s = if ignored(k) {
+            0
+        } else if max == 0 {
+            MAX_NODE_SCORE
+        } else {
+            MAX_NODE_SCORE * (max + min - *s) / max
+        };
     }
 }
 

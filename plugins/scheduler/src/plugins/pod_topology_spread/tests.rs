@@ -248,3 +248,162 @@ fn schedule_anyway_scores_less_loaded_domains_higher() {
     // No soft constraints: the score is skipped.
     assert_eq!(scores(&c, &constraint("", "DoNotSchedule"), &[0, 1]), None);
 }
+
+/// A pod of `owner` (a controller reference of that kind and uid) with
+/// `spec`; a bound one when `spec` names a node.
+fn owned_pod(name: &str, owner: (&str, &str, &str), spec: &str) -> String {
+    let (api_version, kind, uid) = owner;
+    let mut v: serde_json::Value =
+        serde_json::from_str(&pod_json(name, &[("app", "web")], spec)).unwrap();
+    v["metadata"]["ownerReferences"] = serde_json::json!([{"apiVersion": api_version,
+        "kind": kind, "name": "owner", "uid": uid, "controller": true}]);
+    v.to_string()
+}
+
+const RS: (&str, &str, &str) = ("apps/v1", "ReplicaSet", "rs-1");
+const REQUESTS: &str =
+    r#"{"containers":[{"name":"c","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}"#;
+
+/// The node a decision binds `pod` to.
+fn placed(c: &mut TestCluster, pod: &str) -> String {
+    match c.decide(pod).0 {
+        crate::schedule::Decision::Bind(node) => node,
+        other => panic!("not bound: {other:?}"),
+    }
+}
+
+/// Three nodes in three zones; `big` has four times the room, so that
+/// least-allocated scoring alone always picks it.
+fn uneven() -> TestCluster {
+    let mut c = TestCluster::new();
+    for (name, zone, cpu, memory) in [
+        ("big", "a", "16", "32Gi"),
+        ("s1", "b", "4", "8Gi"),
+        ("s2", "c", "4", "8Gi"),
+    ] {
+        c.add(&node_json(
+            name,
+            cpu,
+            memory,
+            "110",
+            &[
+                ("kubernetes.io/hostname", name),
+                ("topology.kubernetes.io/zone", zone),
+            ],
+            &[],
+        ));
+    }
+    c
+}
+
+#[test]
+fn the_default_constraints_spread_a_controllers_pods() {
+    // Without an owner (or with one the defaults do not count), the pods
+    // all go to the roomiest node.
+    for owner in [None, Some(("batch/v1", "Job", "job-1"))] {
+        let mut c = uneven();
+        for i in 0..3 {
+            let name = format!("p{i}");
+            let pending = match owner {
+                Some(o) => owned_pod(&name, o, REQUESTS),
+                None => pod_json(&name, &[("app", "web")], REQUESTS),
+            };
+            let node = placed(&mut c, &pending);
+            assert_eq!(node, "big", "{owner:?}");
+            let mut bound: serde_json::Value = serde_json::from_str(&pending).unwrap();
+            bound["spec"]["nodeName"] = node.into();
+            c.add(&bound.to_string());
+        }
+    }
+    // Three pods of one ReplicaSet: one a node, as kube-scheduler's
+    // system defaults spread them.
+    let mut c = uneven();
+    let mut nodes = Vec::new();
+    for i in 0..3 {
+        let pending = owned_pod(&format!("p{i}"), RS, REQUESTS);
+        let node = placed(&mut c, &pending);
+        let mut bound: serde_json::Value = serde_json::from_str(&pending).unwrap();
+        bound["spec"]["nodeName"] = node.clone().into();
+        c.add(&bound.to_string());
+        nodes.push(node);
+    }
+    nodes.sort();
+    assert_eq!(nodes, ["big", "s1", "s2"]);
+}
+
+#[test]
+fn the_default_constraints_count_only_the_owners_live_pods() {
+    let bound = |name: &str, owner: (&str, &str, &str), node: &str| {
+        owned_pod(name, owner, &format!(r#"{{"nodeName":"{node}"}}"#))
+    };
+    // Two pods of another ReplicaSet on s1 and s2 do not push the next
+    // pod of rs-1 off `big`; two of rs-1 on `big` do.
+    let mut c = uneven();
+    c.add(&bound("o1", ("apps/v1", "ReplicaSet", "rs-2"), "big"));
+    c.add(&bound("o2", ("apps/v1", "ReplicaSet", "rs-2"), "big"));
+    assert_eq!(placed(&mut c, &owned_pod("new", RS, REQUESTS)), "big");
+    c.add(&bound("a1", RS, "big"));
+    c.add(&bound("a2", RS, "big"));
+    assert_ne!(placed(&mut c, &owned_pod("new", RS, REQUESTS)), "big");
+    // Pods being deleted do not count.
+    let mut c = uneven();
+    for name in ["t1", "t2"] {
+        let mut v: serde_json::Value = serde_json::from_str(&bound(name, RS, "big")).unwrap();
+        v["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z".into();
+        c.add(&v.to_string());
+    }
+    assert_eq!(placed(&mut c, &owned_pod("new", RS, REQUESTS)), "big");
+    // StatefulSets and ReplicationControllers count too; a pod with
+    // constraints of its own gets no defaults (here one that only a zone
+    // `big` is not in would break: it is in zone a, alone).
+    for owner in [
+        ("apps/v1", "StatefulSet", "ss-1"),
+        ("v1", "ReplicationController", "rc-1"),
+    ] {
+        let mut c = uneven();
+        c.add(&bound("a1", owner, "big"));
+        c.add(&bound("a2", owner, "big"));
+        assert_ne!(placed(&mut c, &owned_pod("new", owner, REQUESTS)), "big");
+    }
+    let own = r#"{"containers":[{"name":"c","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}],
+        "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone",
+        "whenUnsatisfiable":"ScheduleAnyway","labelSelector":{"matchLabels":{"app":"db"}}}]}"#;
+    let mut c = uneven();
+    c.add(&bound("a1", RS, "big"));
+    c.add(&bound("a2", RS, "big"));
+    assert_eq!(placed(&mut c, &owned_pod("new", RS, own)), "big");
+}
+
+#[test]
+fn the_default_constraints_spread_over_the_best_nodes_of_a_large_cluster() {
+    // 250 nodes (a decision looks for 120 feasible ones, more than the 100
+    // the defaults are scored on), each holding one pod of the same size:
+    // of rs-1 on 200 of them, of rs-2 on the other 50. Room alone ranks
+    // them all the same; the spread sends rs-1's next pod to an rs-2 node.
+    let mut c = TestCluster::new();
+    let rs2 = ("apps/v1", "ReplicaSet", "rs-2");
+    for i in 0..250 {
+        let name = format!("n{i:03}");
+        c.add(&node_json(
+            &name,
+            "4",
+            "8Gi",
+            "110",
+            &[
+                ("kubernetes.io/hostname", &name),
+                ("topology.kubernetes.io/zone", &format!("z{}", i % 3)),
+            ],
+            &[],
+        ));
+        let owner = if i % 5 == 0 { rs2 } else { RS };
+        let spec = format!(
+            r#"{{"nodeName":"{name}","containers":[{{"name":"c","resources":{{"requests":{{"cpu":"1","memory":"1Gi"}}}}}}]}}"#
+        );
+        c.add(&owned_pod(&format!("p{i}"), owner, &spec));
+    }
+    for new in ["a", "b", "c", "d"] {
+        let node = placed(&mut c, &owned_pod(new, RS, REQUESTS));
+        let i: usize = node[1..].parse().unwrap();
+        assert_eq!(i % 5, 0, "{new} went to {node}, which holds a pod of rs-1");
+    }
+}
