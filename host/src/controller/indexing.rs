@@ -242,10 +242,17 @@ impl Binder {
         if bound.is_empty() {
             return None;
         }
+        // Only the keys the bound pods are filed under are checked, and a
+        // decision reads hundreds (the totals of every node it looks at):
+        // keep just those.
+        let filed: HashSet<&str, foldhash::fast::RandomState> = bound
+            .values()
+            .flat_map(|(_, _, entry, _)| entry.keys.iter().map(String::as_str))
+            .collect();
         let read = outcome
             .index_reads
             .iter()
-            .filter(|r| *r.kind == pods)
+            .filter(|r| *r.kind == pods && filed.contains(r.key.as_str()))
             .map(|r| (r.key.clone(), r.version))
             .collect();
         Some(Binder { index, read, bound })
