@@ -161,6 +161,9 @@ fn service(spec: &mut Value) {
     if external {
         set(spec, "externalTrafficPolicy", json!("Cluster"));
     }
+    if spec["type"] == "LoadBalancer" {
+        set(spec, "allocateLoadBalancerNodePorts", json!(true));
+    }
     if spec["type"] != "ExternalName" {
         set(spec, "internalTrafficPolicy", json!("Cluster"));
     }

@@ -48,6 +48,7 @@ mod satoken;
 mod schema;
 mod scope;
 mod server;
+mod service_alloc;
 mod shared;
 mod ssa;
 mod state;

@@ -249,6 +249,29 @@ fn validate_all(
     }
 }
 
+/// What the server allocates for an object before it is validated, as
+/// kube's storage does: a Service's cluster IP and node ports.
+fn allocate(
+    st: &State,
+    req: &Req<'_>,
+    name: &str,
+    old: Option<&Value>,
+    obj: &mut Value,
+) -> ApiResult<()> {
+    if !(req.res.group.is_empty() && req.res.plural == "services") {
+        return Ok(());
+    }
+    let errs = match old {
+        None => crate::service_alloc::on_create(st, req.ns, name, obj),
+        Some(old) => crate::service_alloc::on_update(st, req.ns, name, old, obj),
+    };
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(&req.res.kind, req.target(name), &errs))
+    }
+}
+
 fn check_namespace(st: &State, req: &Req<'_>, name: &str) -> ApiResult<()> {
     if !req.res.namespaced {
         return Ok(());
@@ -374,6 +397,7 @@ pub(crate) fn create(
         crate::defaults::apply(&req.res.group, &req.res.plural, &mut obj);
     }
     let review = admission::mutate(st, req, None, &mut obj, early)?;
+    allocate(st, req, &name, None, &mut obj)?;
     validate_all(req, &review, &obj, &name, None)?;
     check_namespace(st, req, &name)?;
     // Admission names a generated object by its prefix, as upstream does.
@@ -572,6 +596,7 @@ pub(crate) fn commit_update(
     let name = object::name(&old.value).to_owned();
     crate::defaults::apply(&req.res.group, &req.res.plural, &mut new);
     let review = admission::mutate(st, req, Some(&old.value), &mut new, None)?;
+    allocate(st, req, &name, Some(&old.value), &mut new)?;
     validate_all(req, &review, &new, &name, Some(&old.value))?;
     if old.obj.attrs.deleting {
         let before = object::finalizers(&old.value);

@@ -432,3 +432,139 @@ async fn logs_exec_and_port_forward_say_no_kubelet_is_reached() {
     let err = k.fail(&["logs", "missing"], None);
     assert!(err.contains(r#"pods "missing" not found"#), "{err}");
 }
+
+/// A Service as `kubectl apply -f -` reads it: `name`, of `kind`, with
+/// `extra` lines under `spec`.
+fn service(name: &str, kind: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\nspec:\n  type: {kind}\n  selector: {{app: {name}}}\n  ports: [{{name: http, port: 80, targetPort: 8080}}]\n{extra}"
+    )
+}
+
+fn octets(ip: &str) -> [u8; 4] {
+    let ip: std::net::Ipv4Addr = ip.parse().expect(ip);
+    ip.octets()
+}
+
+/// Services get a cluster IP from 10.96.0.0/12 and node ports from
+/// 30000-32767, as kube-apiserver allocates them: asked-for ones only if
+/// free and in range, kept across updates that leave them out, freed on
+/// delete; a cluster IP may not change once set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn services_get_cluster_ips_and_node_ports() {
+    let k = Kube::new().await;
+    k.ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"]);
+    let spec = k.json(&["get", "svc", "web"])["spec"].clone();
+    let ip = spec["clusterIP"].as_str().unwrap().to_owned();
+    let [a, b, ..] = octets(&ip);
+    assert!(a == 10 && (96..112).contains(&b), "{spec}");
+    assert_eq!(spec["clusterIPs"], serde_json::json!([ip]), "{spec}");
+    assert_eq!(spec["ipFamilies"], serde_json::json!(["IPv4"]), "{spec}");
+    assert_eq!(spec["ipFamilyPolicy"], "SingleStack", "{spec}");
+    let listed = k.ok(&["get", "svc", "web"]);
+    assert!(listed.contains(&ip), "{listed}");
+
+    // Another Service asking for that address, or one out of range.
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(&service(
+            "copy",
+            "ClusterIP",
+            &format!("  clusterIP: {ip}\n"),
+        )),
+    );
+    assert!(
+        err.contains(&format!(
+            "failed to allocate IP {ip}: provided IP is already allocated"
+        )),
+        "{err}"
+    );
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(&service("far", "ClusterIP", "  clusterIP: 192.168.0.10\n")),
+    );
+    assert!(
+        err.contains("the provided IP (192.168.0.10) is not in the valid range. The range of valid IPs is 10.96.0.0/12"),
+        "{err}"
+    );
+
+    // Updates that leave the address out keep it; one that changes it is refused.
+    k.ok(&["label", "svc", "web", "tier=front"]);
+    k.ok_in(
+        &["replace", "-f", "-"],
+        Some(&service("web", "ClusterIP", "")),
+    );
+    assert_eq!(
+        k.json(&["get", "svc", "web"])["spec"]["clusterIP"],
+        ip.as_str()
+    );
+    let err = k.fail(
+        &[
+            "patch",
+            "svc",
+            "web",
+            "-p",
+            r#"{"spec":{"clusterIP":"10.96.5.5","clusterIPs":["10.96.5.5"]}}"#,
+        ],
+        None,
+    );
+    assert!(
+        err.contains(
+            r#"spec.clusterIPs[0]: Invalid value: ["10.96.5.5"]: may not change once set"#
+        ),
+        "{err}"
+    );
+
+    // Node ports: allocated, kept, refused when taken, dropped with the type.
+    k.ok(&["create", "service", "nodeport", "np", "--tcp=80:8080"]);
+    let port = k.json(&["get", "svc", "np"])["spec"]["ports"][0]["nodePort"]
+        .as_i64()
+        .unwrap();
+    assert!((30000..=32767).contains(&port), "{port}");
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(&service("np2", "NodePort", "").replace(
+            "targetPort: 8080}",
+            &format!("targetPort: 8080, nodePort: {port}}}"),
+        )),
+    );
+    assert!(err.contains("provided port is already allocated"), "{err}");
+    k.ok(&[
+        "patch",
+        "svc",
+        "np",
+        "-p",
+        r#"{"spec":{"type":"ClusterIP"}}"#,
+    ]);
+    let spec = k.json(&["get", "svc", "np"])["spec"].clone();
+    assert!(spec["ports"][0]["nodePort"].is_null(), "{spec}");
+    assert!(
+        spec["clusterIP"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("10.")),
+        "{spec}"
+    );
+
+    // Headless stays headless; a deleted Service's address is free again.
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some(&service("db", "ClusterIP", "  clusterIP: None\n")),
+    );
+    assert_eq!(
+        k.json(&["get", "svc", "db"])["spec"]["clusterIPs"],
+        serde_json::json!(["None"])
+    );
+    k.ok(&["delete", "svc", "web"]);
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some(&service(
+            "copy",
+            "ClusterIP",
+            &format!("  clusterIP: {ip}\n"),
+        )),
+    );
+    assert_eq!(
+        k.json(&["get", "svc", "copy"])["spec"]["clusterIP"],
+        ip.as_str()
+    );
+}
