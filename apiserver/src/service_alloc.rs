@@ -195,20 +195,37 @@ pub(crate) fn on_update(
         }
         ip_families(spec);
     }
-    let taken = Taken::read(st, Some((namespace, name)));
+    // What other Services hold is read only when something is allocated
+    // or asked for anew: most updates (labels, status) need none of it.
+    let taken = std::cell::OnceCell::new();
+    let taken = || taken.get_or_init(|| Taken::read(st, Some((namespace, name))));
     if needs_cluster_ip(spec) && !had_ip {
         // From ExternalName (or stored before addresses were allocated):
         // allocated as on a create.
-        cluster_ip(&taken, spec, &mut errs);
+        cluster_ip(taken(), spec, &mut errs);
         ip_families(spec);
     }
     if errs.is_empty() && needs_node_ports(spec) {
-        if needs_node_ports(old_spec) {
+        let held: HashSet<i64> = if needs_node_ports(old_spec) {
             keep_node_ports(old_spec, spec);
+            node_ports_of(old_spec).collect()
+        } else {
+            HashSet::new()
+        };
+        if node_ports_of(spec).any(|n| n == 0 || !held.contains(&n)) {
+            node_ports(taken(), spec, &mut errs);
         }
-        node_ports(&taken, spec, &mut errs);
     }
     errs
+}
+
+/// The node port of each port of `spec` (0 where it has none).
+fn node_ports_of(spec: &Value) -> impl Iterator<Item = i64> + '_ {
+    spec["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| p["nodePort"].as_i64().unwrap_or(0))
 }
 
 /// `dropTypeDependentFields`: when an update changes a Service's type, the
@@ -357,13 +374,7 @@ fn keep_node_ports(old: &Value, new: &mut Value) {
             )
         })
         .collect();
-    let used: HashSet<i64> = new["ports"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(node_port)
-        .filter(|n| *n != 0)
-        .collect();
+    let used: HashSet<i64> = node_ports_of(new).filter(|n| *n != 0).collect();
     for p in ports_mut(new) {
         if node_port(p) != 0 {
             continue;
