@@ -10,7 +10,13 @@ use std::time::Duration;
 use serde_json::Value;
 use windlass_tests::{Cluster, Proxy, Server};
 
-const PLUGINS: [&str; 4] = ["deployment", "replicaset", "scheduler", "kubelet"];
+const PLUGINS: [&str; 5] = [
+    "deployment",
+    "replicaset",
+    "scheduler",
+    "kubelet",
+    "endpoints",
+];
 const WAIT: Duration = Duration::from_secs(90);
 
 fn example(name: &str) -> String {
@@ -187,7 +193,8 @@ fn a_deployment_schedules_rolls_out_and_rolls_back() {
 
 /// What a newcomer types first, scaled in bursts: `kubectl create
 /// deployment`, then 1 → 5 → 2 back to back ends at exactly 2 Running;
-/// and a Deployment of 3 lands on 3 nodes.
+/// and a Deployment of 3 lands on 3 nodes, exposed as a Service whose
+/// endpoints follow its pods.
 #[test]
 fn scaling_in_bursts_ends_at_the_last_value() {
     let c = cluster();
@@ -240,6 +247,57 @@ fn scaling_in_bursts_ends_at_the_last_value() {
             .then_some(())
             .ok_or(format!("{} running on {nodes:?}", live.len()))
     });
+
+    // Exposed, the Service lists its pods' addresses in its Endpoints and
+    // EndpointSlice, and follows a scale-down.
+    c.ok(
+        &[
+            "expose",
+            "deployment",
+            "spread",
+            "--port=80",
+            "--target-port=8080",
+        ],
+        None,
+    );
+    let backends = |want: usize| {
+        c.eventually(&format!("{want} endpoints"), WAIT, || {
+            let ips: BTreeSet<String> = running(&pods(&c, "default", "app=spread"))
+                .iter()
+                .map(|p| p["status"]["podIP"].as_str().unwrap_or_default().to_owned())
+                .collect();
+            let ep = c.json(&["endpoints", "spread"]);
+            let listed: BTreeSet<String> = ep["subsets"][0]["addresses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|a| a["ip"].as_str().unwrap_or_default().to_owned())
+                .collect();
+            let slices = c.items(&["endpointslices", "-l", "kubernetes.io/service-name=spread"]);
+            let sliced: BTreeSet<String> = slices
+                .iter()
+                .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
+                .filter(|e| e["conditions"]["ready"] == true)
+                .map(|e| e["addresses"][0].as_str().unwrap_or_default().to_owned())
+                .collect();
+            let port = &ep["subsets"][0]["ports"][0]["port"];
+            (ips.len() == want && listed == ips && sliced == ips && *port == 8080)
+                .then_some(())
+                .ok_or(format!(
+                    "pods {ips:?}, endpoints {listed:?} port {port}, slices {sliced:?}"
+                ))
+        });
+    };
+    backends(3);
+    let svc = c.json(&["service", "spread"]);
+    assert!(
+        svc["spec"]["clusterIP"]
+            .as_str()
+            .is_some_and(|ip| ip.starts_with("10.")),
+        "{svc}"
+    );
+    c.ok(&["scale", "deploy/spread", "--replicas=1"], None);
+    backends(1);
     c.stop();
 }
 

@@ -203,12 +203,13 @@ fn the_image_volume_overlay_mounts_plugins_from_an_image() {
 }
 
 /// The plugins this repository ships, as `overlays/example-plugins` runs them.
-const EXAMPLES: [&str; 5] = [
+const EXAMPLES: [&str; 6] = [
     "deployment",
     "replicaset",
     "scheduler",
     "kubelet",
     "resourcequota",
+    "endpoints",
 ];
 
 /// `windlass plugin rbac` of built plugins.
@@ -263,7 +264,7 @@ fn the_example_plugins_overlay_carries_exactly_their_generated_rbac() {
     assert!(
         committed == generated,
         "deploy/kubernetes/overlays/example-plugins/rbac.yaml is not what the plugins' manifests \
-         ask for: regenerate it with\n  windlass plugin rbac target/plugins/{{deployment,replicaset,scheduler,kubelet,resourcequota}}.wasm \
+         ask for: regenerate it with\n  windlass plugin rbac target/plugins/{{deployment,replicaset,scheduler,kubelet,resourcequota,endpoints}}.wasm \
          > deploy/kubernetes/overlays/example-plugins/rbac.yaml\ngenerated:\n{generated}"
     );
 

@@ -14,14 +14,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use windlass_tests::authz::{self, Attributes, Role};
-use windlass_tests::{Cluster, Recorder, Server, kubectl_ok};
+use windlass_tests::{Cluster, Recorder, Server, kubectl, kubectl_ok};
 
-const PLUGINS: [&str; 5] = [
+const PLUGINS: [&str; 6] = [
     "deployment",
     "replicaset",
     "scheduler",
     "kubelet",
     "resourcequota",
+    "endpoints",
 ];
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -97,6 +98,20 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "apps" statefulsets get,list,watch"#,
             r#"* "batch" cronjobs get,list,watch"#,
             r#"* "batch" jobs get,list,watch"#,
+        ],
+        // reconciles v1 Service, owns v1 Endpoints and discovery.k8s.io/v1
+        // EndpointSlice, reads v1 Pod
+        "endpoints" => vec![
+            r#"* "" endpoints create,update,patch,delete"#,
+            r#"* "" endpoints get,list,watch"#,
+            r#"* "" events create,patch"#,
+            r#"* "" pods get,list,watch"#,
+            r#"* "" services create,update,patch,delete"#,
+            r#"* "" services get,list,watch"#,
+            r#"* "" services/finalizers update"#,
+            r#"* "" services/status update,patch"#,
+            r#"* "discovery.k8s.io" endpointslices create,update,patch,delete"#,
+            r#"* "discovery.k8s.io" endpointslices get,list,watch"#,
         ],
         other => panic!("no expectations for {other}"),
     }
@@ -242,6 +257,19 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
         (running == 3 && all.len() == 3)
             .then_some(())
             .ok_or(format!("{running} running of {}", all.len()))
+    })
+    .await;
+    // Exposed: the endpoints plugin lists the three pods.
+    k(&["-n", "shop", "expose", "deploy/web", "--port=80"]);
+    eventually("the Service's endpoints", &hosts, || {
+        let out = kubectl(
+            &direct,
+            &["-n", "shop", "get", "endpoints", "web", "-o", "json"],
+            None,
+        );
+        let ep: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let n = ep["subsets"][0]["addresses"].as_array().map_or(0, Vec::len);
+        (n == 3).then_some(()).ok_or(format!("{n} addresses"))
     })
     .await;
     k(&["-n", "shop", "scale", "deploy/web", "--replicas=4"]);
