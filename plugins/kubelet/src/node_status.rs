@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use windlass_sdk::Time;
+use windlass_sdk::{Event, Time};
 
 use crate::ids;
 use crate::network::Ipv4;
@@ -202,6 +202,23 @@ pub(crate) fn report<'a>(node: &'a Node<'a>, node_ip: Ipv4, now: Time) -> Report
     Report {
         status: Some(desired(node, &stored, node_ip, now, now)),
         due: now + REPORT_EVERY,
+    }
+}
+
+/// The events a kubelet records about its node as this report is written:
+/// `Starting` when the node has never been reported, and `NodeReady` when
+/// it was not reported ready before (every report says ready).
+pub(crate) fn events(node: &Node<'_>) -> Vec<Event> {
+    let name = &*node.metadata.name;
+    let ready = stored(node).conditions.iter().find_map(|c| match c {
+        NodeCond::Own(c) if c.type_ == "Ready" => Some(c.status == "True"),
+        _ => None,
+    });
+    let now_ready = Event::normal("NodeReady", format!("Node {name} status is now: NodeReady"));
+    match ready {
+        None => vec![Event::normal("Starting", "Starting kubelet."), now_ready],
+        Some(false) => vec![now_ready],
+        Some(true) => Vec::new(),
     }
 }
 

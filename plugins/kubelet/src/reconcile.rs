@@ -79,6 +79,9 @@ pub(crate) fn reconcile(req: &Request) -> Result<Outcome, Error> {
     let report = node_status::report(&node, node_ip, now);
     due = earliest(due, Some(report.due));
     if let Some(status) = report.status {
+        for e in node_status::events(&node) {
+            out = out.event(e);
+        }
         out = out.patch_status(node_ref, json!({ "status": status }));
     }
     let (renewal, renew_due) = lease::renew(&node, now)?;

@@ -287,7 +287,9 @@ fn settings_turn_start_events_off_and_unknown_ones_are_refused() {
         .with_object(pod("web-1", |_| {}));
     let out = step(&mut h, 0);
     assert_eq!(pod_patches(&out).len(), 1);
-    assert!(out.events.is_empty());
+    // The node's own events only.
+    let reasons: Vec<&str> = out.events.iter().map(|e| e.reason.as_str()).collect();
+    assert_eq!(reasons, ["Starting", "NodeReady"]);
     let err = H::with_settings(json!({"startEvents": false}))
         .err()
         .unwrap();
@@ -388,5 +390,44 @@ fn every_node_gets_a_pod_cidr_of_its_own() {
     assert!(
         !a1.writes.iter().any(|w| matches!(w, Write::MergePatch { patch, .. } if patch["spec"].get("podCIDR").is_some())),
         "the first name keeps its block"
+    );
+}
+
+#[test]
+fn the_first_report_records_starting_and_node_ready() {
+    let reasons = |out: &Outcome| -> Vec<String> {
+        out.events
+            .iter()
+            .map(|e| format!("{}: {}", e.reason, e.message))
+            .collect()
+    };
+    let mut h = harness(node(|_| {}), []);
+    assert_eq!(
+        reasons(&step(&mut h, 0)),
+        [
+            "Starting: Starting kubelet.",
+            "NodeReady: Node node-1 status is now: NodeReady"
+        ]
+    );
+    // Later reports of a ready node record nothing.
+    for at in [10, 300, 600] {
+        assert!(reasons(&step(&mut h, at)).is_empty(), "at {at}");
+    }
+    // A node last reported not ready is ready again.
+    let mut n = h.get(&node_key()).unwrap();
+    let mut conditions = n
+        .get_as::<Vec<Value>>("status.conditions")
+        .unwrap()
+        .unwrap();
+    for c in &mut conditions {
+        if c["type"] == "Ready" {
+            c["status"] = json!("Unknown");
+        }
+    }
+    n.set("status.conditions", json!(conditions));
+    h.insert(n);
+    assert_eq!(
+        reasons(&step(&mut h, 610)),
+        ["NodeReady: Node node-1 status is now: NodeReady"]
     );
 }

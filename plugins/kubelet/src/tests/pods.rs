@@ -67,12 +67,15 @@ fn a_bound_pod_becomes_running_with_conditions_ip_and_statuses() {
     assert_eq!(
         events(&out),
         [
+            // The node's, on its first report.
+            "Starting: Starting kubelet.",
+            "NodeReady: Node node-1 status is now: NodeReady",
             "Pulled: Container image \"nginx:1.27\" already present on machine",
             "Created: Created container app",
             "Started: Started container app",
         ]
     );
-    let about = out.events[0].regarding.as_ref().unwrap();
+    let about = out.events[2].regarding.as_ref().unwrap();
     assert_eq!(about, &pod_key("web-1"));
 }
 
