@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 use crate::causes::{self as field, Causes};
 use crate::state::State;
+use crate::validate::NODE_PORTS;
 
 /// The service range: 10.96.0.0/12.
 const RANGE_BASE: u32 = u32::from_be_bytes([10, 96, 0, 0]);
@@ -32,8 +33,6 @@ const RANGE_TEXT: &str = "10.96.0.0/12";
 /// Addresses below this offset are allocated only when asked for
 /// (`ServiceIPStaticSubrange`: a sixteenth of the range, at most 256).
 const STATIC_IPS: u32 = 256;
-/// The node port range (`--service-node-port-range`).
-const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
 /// Ports below `NODE_PORTS.start() + STATIC_PORTS` are allocated only when
 /// asked for (a thirty-second of the range, between 16 and 128).
 const STATIC_PORTS: i64 = 86;
@@ -73,7 +72,7 @@ struct Taken {
 
 impl Taken {
     /// Everything the stored Services hold but `except` (namespace, name).
-    fn read(st: &State, except: Option<(&str, &str)>) -> Self {
+    fn read(st: &State, except: (&str, &str)) -> Self {
         let mut taken = Taken {
             ips: HashSet::new(),
             node_ports: HashSet::new(),
@@ -85,7 +84,7 @@ impl Taken {
                 meta["namespace"].as_str().unwrap_or_default(),
                 meta["name"].as_str().unwrap_or_default(),
             );
-            if except == Some(id) {
+            if except == id {
                 continue;
             }
             let spec = &v["spec"];
@@ -97,11 +96,9 @@ impl Taken {
             if let Some(ip) = spec["clusterIP"].as_str().and_then(|s| s.parse().ok()) {
                 taken.ips.insert(ip);
             }
-            for p in spec["ports"].as_array().into_iter().flatten() {
-                if let Some(n) = p["nodePort"].as_i64().filter(|n| *n != 0) {
-                    taken.node_ports.insert(n);
-                }
-            }
+            taken
+                .node_ports
+                .extend(node_ports_of(spec).filter(|n| *n != 0));
         }
         taken
     }
@@ -140,16 +137,15 @@ fn in_range(ip: Ipv4Addr) -> bool {
 
 /// Allocates what a new Service needs; the errors are `spec` field causes.
 pub(crate) fn on_create(st: &State, namespace: &str, name: &str, svc: &mut Value) -> Causes {
-    let taken = Taken::read(st, Some((namespace, name)));
     let mut errs = Causes::new();
-    let spec = &mut svc["spec"];
-    if needs_cluster_ip(spec) {
-        cluster_ip(&taken, spec, &mut errs);
-        ip_families(spec);
-    }
-    if errs.is_empty() && needs_node_ports(spec) {
-        node_ports(&taken, spec, &mut errs);
-    }
+    allocate(
+        st,
+        (namespace, name),
+        &mut svc["spec"],
+        false,
+        &HashSet::new(),
+        &mut errs,
+    );
     errs
 }
 
@@ -195,28 +191,42 @@ pub(crate) fn on_update(
         }
         ip_families(spec);
     }
-    // What other Services hold is read only when something is allocated
-    // or asked for anew: most updates (labels, status) need none of it.
+    let held: HashSet<i64> = if needs_node_ports(spec) && needs_node_ports(old_spec) {
+        keep_node_ports(old_spec, spec);
+        node_ports_of(old_spec).collect()
+    } else {
+        HashSet::new()
+    };
+    // From ExternalName (or stored before addresses were allocated), the
+    // cluster IP is allocated as on a create.
+    allocate(st, (namespace, name), spec, had_ip, &held, &mut errs);
+    errs
+}
+
+/// What a Service is allocated that it does not hold yet: a cluster IP
+/// unless it `had_ip`, node ports where it has none or asks for one not
+/// `held` already. What other Services hold is read only then: most
+/// updates (labels, status) need none of it.
+fn allocate(
+    st: &State,
+    service: (&str, &str),
+    spec: &mut Value,
+    had_ip: bool,
+    held: &HashSet<i64>,
+    errs: &mut Causes,
+) {
     let taken = std::cell::OnceCell::new();
-    let taken = || taken.get_or_init(|| Taken::read(st, Some((namespace, name))));
+    let taken = || taken.get_or_init(|| Taken::read(st, service));
     if needs_cluster_ip(spec) && !had_ip {
-        // From ExternalName (or stored before addresses were allocated):
-        // allocated as on a create.
-        cluster_ip(taken(), spec, &mut errs);
+        cluster_ip(taken(), spec, errs);
         ip_families(spec);
     }
-    if errs.is_empty() && needs_node_ports(spec) {
-        let held: HashSet<i64> = if needs_node_ports(old_spec) {
-            keep_node_ports(old_spec, spec);
-            node_ports_of(old_spec).collect()
-        } else {
-            HashSet::new()
-        };
-        if node_ports_of(spec).any(|n| n == 0 || !held.contains(&n)) {
-            node_ports(taken(), spec, &mut errs);
-        }
+    if errs.is_empty()
+        && needs_node_ports(spec)
+        && node_ports_of(spec).any(|n| n == 0 || !held.contains(&n))
+    {
+        node_ports(taken(), spec, errs);
     }
-    errs
 }
 
 /// The node port of each port of `spec` (0 where it has none).

@@ -4,6 +4,7 @@
 
 mod pod_spec;
 mod service;
+pub(crate) use service::NODE_PORTS;
 
 use serde_json::{Value, json};
 

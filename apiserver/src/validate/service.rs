@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::causes::{self as field, Causes};
 
 /// The node ports a cluster's default `--service-node-port-range` allows.
-const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
+pub(crate) const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
 
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v[key].as_str().unwrap_or_default()
