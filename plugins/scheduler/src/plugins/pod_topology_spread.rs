@@ -174,24 +174,37 @@ pub(crate) fn default_scores(snap: &Snapshot<'_>, nodes: &[usize], owned: &[i64]
         zones[at].1 += n;
         at_node.push((hostname.is_some(), zone.map(|_| at)));
     }
-    let weight = |size: usize| ((size + 2) as f64).ln();
-    let (node_weight, zone_weight) = (weight(nodes.len()), weight(zones.len()));
+    let (node_weight, zone_weight) = (
+        normalizing_weight(nodes.len()),
+        normalizing_weight(zones.len()),
+    );
     let mut scores: Vec<i64> = owned
         .iter()
         .zip(at_node)
         .map(|(&n, (has_hostname, zone))| {
             let mut score = 0.0;
             if has_hostname {
-                score += n as f64 * node_weight + f64::from(hostname_skew - 1);
+                score += score_for_count(n, node_weight, hostname_skew);
             }
             if let Some(at) = zone {
-                score += zones[at].1 as f64 * zone_weight + f64::from(zone_skew - 1);
+                score += score_for_count(zones[at].1, zone_weight, zone_skew);
             }
             score.round() as i64
         })
         .collect();
     normalize_fewer_higher(&mut scores, |_| false);
     scores
+}
+
+/// `topologyNormalizingWeight`: a constraint over more domains weighs more.
+fn normalizing_weight(domains: usize) -> f64 {
+    ((domains + 2) as f64).ln()
+}
+
+/// `scoreForCount`: a node's raw score for one constraint, from the
+/// matching pods in its domain.
+fn score_for_count(count: i64, weight: f64, max_skew: i32) -> f64 {
+    count as f64 * weight + f64::from(max_skew - 1)
 }
 
 /// One `ScheduleAnyway` constraint, counted for scoring.
@@ -256,7 +269,7 @@ impl<'p, 'a> ScoreState<'p, 'a> {
                 c,
                 counts,
                 per_node,
-                weight: ((size + 2) as f64).ln(),
+                weight: normalizing_weight(size),
             });
         }
         Some(Self { soft, ignored })
@@ -278,7 +291,7 @@ impl<'p, 'a> ScoreState<'p, 'a> {
             } else {
                 s.counts.get(v).copied().unwrap_or(0)
             };
-            score += count as f64 * s.weight + f64::from(s.c.max_skew - 1);
+            score += score_for_count(count, s.weight, s.c.max_skew);
         }
         score.round() as i64
     }
