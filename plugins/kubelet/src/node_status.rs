@@ -178,17 +178,20 @@ pub(crate) struct Report<'a> {
     pub status: Option<NodeStatus<'a>>,
     /// When the status is next written unless something changes first.
     pub due: Time,
+    /// The events a kubelet records as this status is written: `Starting`
+    /// when the node has never been reported, and `NodeReady` when it was
+    /// not reported ready before (every report says ready).
+    pub events: Vec<Event>,
 }
 
 /// The node's status as its kubelet reports it at `now`.
 pub(crate) fn report<'a>(node: &'a Node<'a>, node_ip: Ipv4, now: Time) -> Report<'a> {
     let stored = stored(node);
-    let heartbeat = stored.conditions.iter().find_map(|c| match c {
-        NodeCond::Own(c) if c.type_ == "Ready" => {
-            c.last_heartbeat_time.as_deref().and_then(Time::parse)
-        }
+    let ready = stored.conditions.iter().find_map(|c| match c {
+        NodeCond::Own(c) if c.type_ == "Ready" => Some(c),
         _ => None,
     });
+    let heartbeat = ready.and_then(|c| c.last_heartbeat_time.as_deref().and_then(Time::parse));
     if let Some(beat) = heartbeat
         && now < beat + REPORT_EVERY
         && desired(node, &stored, node_ip, beat, now) == stored
@@ -196,29 +199,21 @@ pub(crate) fn report<'a>(node: &'a Node<'a>, node_ip: Ipv4, now: Time) -> Report
         return Report {
             status: None,
             due: beat + REPORT_EVERY,
+            events: Vec::new(),
         };
     }
+    let name = &*node.metadata.name;
+    let now_ready = Event::normal("NodeReady", format!("Node {name} status is now: NodeReady"));
+    let events = match ready.map(|c| c.status == "True") {
+        None => vec![Event::normal("Starting", "Starting kubelet."), now_ready],
+        Some(false) => vec![now_ready],
+        Some(true) => Vec::new(),
+    };
     let now = whole_seconds(now);
     Report {
         status: Some(desired(node, &stored, node_ip, now, now)),
         due: now + REPORT_EVERY,
-    }
-}
-
-/// The events a kubelet records about its node as this report is written:
-/// `Starting` when the node has never been reported, and `NodeReady` when
-/// it was not reported ready before (every report says ready).
-pub(crate) fn events(node: &Node<'_>) -> Vec<Event> {
-    let name = &*node.metadata.name;
-    let ready = stored(node).conditions.iter().find_map(|c| match c {
-        NodeCond::Own(c) if c.type_ == "Ready" => Some(c.status == "True"),
-        _ => None,
-    });
-    let now_ready = Event::normal("NodeReady", format!("Node {name} status is now: NodeReady"));
-    match ready {
-        None => vec![Event::normal("Starting", "Starting kubelet."), now_ready],
-        Some(false) => vec![now_ready],
-        Some(true) => Vec::new(),
+        events,
     }
 }
 

@@ -78,10 +78,10 @@ pub(crate) fn reconcile(req: &Request) -> Result<Outcome, Error> {
     }
     let report = node_status::report(&node, node_ip, now);
     due = earliest(due, Some(report.due));
+    for e in report.events {
+        out = out.event(e);
+    }
     if let Some(status) = report.status {
-        for e in node_status::events(&node) {
-            out = out.event(e);
-        }
         out = out.patch_status(node_ref, json!({ "status": status }));
     }
     let (renewal, renew_due) = lease::renew(&node, now)?;
