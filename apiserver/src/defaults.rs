@@ -154,6 +154,58 @@ fn job(spec: &mut Value) {
     template(spec);
 }
 
+/// A Job's generated selector, as kube's job strategy gives every Job
+/// whose `spec.manualSelector` is not true: its template is labelled with
+/// the Job's uid and name (the `batch.kubernetes.io/` labels and the
+/// legacy `controller-uid` and `job-name`), and `spec.selector` selects
+/// the uid, so no two Jobs share a pod. Labels the client set are kept (a
+/// conflicting one fails validation). A Job without labels of its own
+/// gets its template's, as the API server's defaulting gives it.
+pub(crate) fn job_selector(obj: &mut Value, uid: &str) {
+    let name = obj["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let Some(spec) = object_at(obj, &["spec"]) else {
+        return;
+    };
+    if spec["manualSelector"] == true {
+        return;
+    }
+    if let Some(template) = spec.get_mut("template").filter(|t| t.is_object()) {
+        let labels = &mut template["metadata"]["labels"];
+        if !labels.is_object() {
+            *labels = json!({});
+        }
+        for (key, value) in [
+            ("batch.kubernetes.io/controller-uid", uid),
+            ("batch.kubernetes.io/job-name", name.as_str()),
+            ("controller-uid", uid),
+            ("job-name", name.as_str()),
+        ] {
+            set(labels, key, json!(value));
+        }
+    }
+    let selector = &mut spec["selector"];
+    if !selector.is_object() {
+        *selector = json!({});
+    }
+    let match_labels = &mut selector["matchLabels"];
+    if !match_labels.is_object() {
+        *match_labels = json!({});
+    }
+    set(
+        match_labels,
+        "batch.kubernetes.io/controller-uid",
+        json!(uid),
+    );
+    let template_labels = obj["spec"]["template"]["metadata"]["labels"].clone();
+    let labels = &mut obj["metadata"]["labels"];
+    if labels.as_object().is_none_or(|l| l.is_empty()) && template_labels.is_object() {
+        *labels = template_labels;
+    }
+}
+
 fn service(spec: &mut Value) {
     set(spec, "type", json!("ClusterIP"));
     set(spec, "sessionAffinity", json!("None"));
@@ -352,5 +404,47 @@ mod tests {
         let mut secret = json!({"data": {}});
         apply("", "secrets", &mut secret);
         assert_eq!(secret["type"], "Opaque");
+    }
+
+    #[test]
+    fn a_job_gets_a_selector_of_its_uid_unless_it_chose_its_own() {
+        let mut j = json!({"metadata": {"name": "pi"}, "spec": {"template": {"spec": {}}}});
+        job_selector(&mut j, "u-1");
+        let labels = &j["spec"]["template"]["metadata"]["labels"];
+        for (k, v) in [
+            ("batch.kubernetes.io/controller-uid", "u-1"),
+            ("batch.kubernetes.io/job-name", "pi"),
+            ("controller-uid", "u-1"),
+            ("job-name", "pi"),
+        ] {
+            assert_eq!(labels[k], v, "{j}");
+        }
+        assert_eq!(
+            j["spec"]["selector"],
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}})
+        );
+        // The Job itself is labelled as its template, when it has none.
+        assert_eq!(&j["metadata"]["labels"], labels);
+        assert!(
+            crate::validate::kind_errors("batch", "jobs", &j, None)
+                .iter()
+                .all(|(f, _)| f != "spec.selector" && f != "spec.template.metadata.labels")
+        );
+
+        // Own labels stay; a manual selector is left alone.
+        let mut own = json!({"metadata": {"name": "pi", "labels": {"team": "a"}},
+            "spec": {"template": {"metadata": {"labels": {"app": "x"}}}}});
+        job_selector(&mut own, "u-2");
+        assert_eq!(own["metadata"]["labels"], json!({"team": "a"}));
+        assert_eq!(own["spec"]["template"]["metadata"]["labels"]["app"], "x");
+        let mut manual = json!({"metadata": {"name": "pi"}, "spec": {"manualSelector": true,
+            "template": {"metadata": {"labels": {"app": "x"}}}}});
+        job_selector(&mut manual, "u-3");
+        assert!(manual["spec"].get("selector").is_none());
+        let errs = crate::validate::kind_errors("batch", "jobs", &manual, None);
+        assert!(
+            errs.contains(&("spec.selector".into(), "Required value".into())),
+            "{errs:?}"
+        );
     }
 }

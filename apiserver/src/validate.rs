@@ -248,6 +248,7 @@ pub(crate) fn kind_errors(
                 ));
             }
         }
+        ("batch", "jobs") => job_errors(obj, &mut errs),
         ("", "configmaps" | "secrets") => {
             for f in ["data", "binaryData", "stringData"] {
                 if let Some(d) = obj.get(f).filter(|d| !d.is_null())
@@ -262,6 +263,70 @@ pub(crate) fn kind_errors(
         _ => {}
     }
     errs
+}
+
+/// A Job's own rules, in kube's words: a selector its template's labels
+/// match (the server generates both unless `spec.manualSelector`), a
+/// restart policy of `OnFailure` or `Never`, a known completion mode
+/// (`Indexed` with `completions`), counts that are not negative.
+fn job_errors(obj: &Value, errs: &mut Vec<(String, String)>) {
+    let spec = &obj["spec"];
+    let selector = &spec["selector"];
+    if !selector.is_object() {
+        errs.push(("spec.selector".into(), "Required value".into()));
+    } else if let Some(ml) = selector["matchLabels"].as_object() {
+        let labels = &spec["template"]["metadata"]["labels"];
+        if ml.iter().any(|(k, v)| labels.get(k) != Some(v)) {
+            errs.push((
+                "spec.template.metadata.labels".into(),
+                format!("Invalid value: {labels}: `selector` does not match template `labels`"),
+            ));
+        }
+    }
+    let policy = &spec["template"]["spec"]["restartPolicy"];
+    if !matches!(policy.as_str(), Some("OnFailure" | "Never")) {
+        errs.push((
+            "spec.template.spec.restartPolicy".into(),
+            match policy.as_str() {
+                Some(p) if !p.is_empty() => format!(
+                    "Unsupported value: \"{p}\": supported values: \"OnFailure\", \"Never\""
+                ),
+                _ => "Required value: valid values: \"OnFailure\", \"Never\"".into(),
+            },
+        ));
+    }
+    match spec["completionMode"].as_str() {
+        None | Some("NonIndexed") => {}
+        Some("Indexed") => {
+            if spec["completions"].is_null() {
+                errs.push((
+                    "spec.completions".into(),
+                    "Required value: when completion mode is Indexed".into(),
+                ));
+            }
+        }
+        Some(other) => errs.push((
+            "spec.completionMode".into(),
+            format!(
+                "Unsupported value: \"{other}\": supported values: \"NonIndexed\", \"Indexed\""
+            ),
+        )),
+    }
+    for field in [
+        "parallelism",
+        "completions",
+        "backoffLimit",
+        "activeDeadlineSeconds",
+    ] {
+        if let Some(v) = spec.get(field).filter(|v| !v.is_null())
+            && v.as_i64().is_none_or(|n| n < 0)
+        {
+            errs.push((
+                format!("spec.{field}"),
+                format!("Invalid value: {v}: must be greater than or equal to 0"),
+            ));
+        }
+    }
 }
 
 /// The StatefulSet spec fields an update may change, and kube's words for
@@ -359,6 +424,52 @@ pub(crate) fn update_errors(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn jobs_are_held_to_kubes_rules() {
+        let job = |spec: Value| json!({"spec": spec});
+        let base = || {
+            json!({"selector": {"matchLabels": {"job-name": "pi"}},
+                   "template": {"metadata": {"labels": {"job-name": "pi"}},
+                                "spec": {"restartPolicy": "Never"}}})
+        };
+        let errs = |spec: Value| -> Vec<(String, String)> {
+            let mut e = Vec::new();
+            job_errors(&job(spec), &mut e);
+            e
+        };
+        assert!(errs(base()).is_empty());
+        let mut always = base();
+        always["template"]["spec"]["restartPolicy"] = json!("Always");
+        assert_eq!(
+            errs(always),
+            [(
+                "spec.template.spec.restartPolicy".to_owned(),
+                r#"Unsupported value: "Always": supported values: "OnFailure", "Never""#.to_owned()
+            )]
+        );
+        let mut other = base();
+        other["template"]["metadata"]["labels"] = json!({"job-name": "other"});
+        assert_eq!(errs(other)[0].0, "spec.template.metadata.labels");
+        let mut indexed = base();
+        indexed["completionMode"] = json!("Indexed");
+        assert_eq!(
+            errs(indexed),
+            [(
+                "spec.completions".to_owned(),
+                "Required value: when completion mode is Indexed".to_owned()
+            )]
+        );
+        let mut negative = base();
+        negative["parallelism"] = json!(-1);
+        assert_eq!(
+            errs(negative),
+            [(
+                "spec.parallelism".to_owned(),
+                "Invalid value: -1: must be greater than or equal to 0".to_owned()
+            )]
+        );
+    }
 
     #[test]
     fn names() {

@@ -396,6 +396,12 @@ pub(crate) fn create(
     } else {
         crate::defaults::apply(&req.res.group, &req.res.plural, &mut obj);
     }
+    // Given before validation, as kube's storage fills the system fields
+    // before its strategy validates (a Job's selector is made of it).
+    let uid = object::new_uid();
+    if req.res.group == "batch" && req.res.plural == "jobs" {
+        crate::defaults::job_selector(&mut obj, &uid);
+    }
     let review = admission::mutate(st, req, None, &mut obj, early)?;
     allocate(st, req, &name, None, &mut obj)?;
     validate_all(req, &review, &obj, &name, None)?;
@@ -412,7 +418,7 @@ pub(crate) fn create(
     }
     {
         let meta = meta_mut(&mut obj);
-        meta.insert("uid".into(), Value::String(object::new_uid()));
+        meta.insert("uid".into(), Value::String(uid));
         meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
         for f in [
             "deletionTimestamp",
