@@ -16,7 +16,9 @@
 //! - start at once, init containers first, then become `Running` and ready;
 //! - with `windlass.dev/exit-after: 30s` (and `windlass.dev/exit-code`)
 //!   exit that long after each start, and are restarted (with kubelet's
-//!   crash-loop back-off) or end as `Succeeded`/`Failed`, per `restartPolicy`;
+//!   crash-loop back-off) or end as `Succeeded`/`Failed`, per `restartPolicy`
+//!   (a Job's pod without the annotation exits 0 after a second, as kwok's
+//!   stages complete Job pods);
 //! - when deleted stay `Terminating` for their grace period (`preStop`
 //!   hooks count within it), then are removed with a zero-grace delete;
 //! - are evicted when the node gains a `NoExecute` taint they do not

@@ -12,6 +12,7 @@
 //! and a pod whose status already says it gets no write.
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use windlass_sdk::{Event, ObjectRef, Time};
 
@@ -114,6 +115,10 @@ pub(crate) fn sync<'a>(pod: &'a Pod<'a>, now: Time, place: &Place<'_>) -> Sync<'
     sync
 }
 
+/// How long the containers of a Job's pod run when its annotations do not
+/// say (`windlass.dev/exit-after`).
+pub(crate) const JOB_RUN: Duration = Duration::from_secs(1);
+
 /// The pod's containers, living their timelines.
 struct Run<'a> {
     pod: &'a Pod<'a>,
@@ -128,8 +133,15 @@ struct Run<'a> {
 impl<'a> Run<'a> {
     fn new(pod: &'a Pod<'a>, stored: &Status<'_>, t0: Time) -> Self {
         let annotations = &pod.metadata.annotations;
+        let exit_after = match annotations.exit_after.as_deref() {
+            Some(text) => duration::parse(text),
+            // A Job's pod runs to completion, as kwok's stages complete
+            // them: its containers exit 0 after a short run.
+            None if pod.metadata.job_controlled() => Some(JOB_RUN),
+            None => None,
+        };
         let script = Script {
-            exit_after: annotations.exit_after.as_deref().and_then(duration::parse),
+            exit_after,
             exit_code: annotations
                 .exit_code
                 .as_deref()

@@ -58,6 +58,27 @@ pub(crate) struct PodMeta<'a> {
     pub annotations: PodAnnotations<'a>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     pub finalizers: Vec<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    pub owner_references: Vec<OwnerRef<'a>>,
+}
+
+/// What is read of an owner reference: whose kind it is, and whether it
+/// is the controller's.
+#[derive(Deserialize, Default)]
+pub(crate) struct OwnerRef<'a> {
+    #[serde(borrow, default)]
+    pub kind: Str<'a>,
+    #[serde(default)]
+    pub controller: Option<bool>,
+}
+
+impl PodMeta<'_> {
+    /// Whether a Job controls the pod.
+    pub(crate) fn job_controlled(&self) -> bool {
+        self.owner_references
+            .iter()
+            .any(|o| o.controller == Some(true) && &*o.kind == "Job")
+    }
 }
 
 /// The annotations that script a simulated container; every other

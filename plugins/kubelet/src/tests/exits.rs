@@ -220,3 +220,44 @@ fn requeue_after_is_the_earliest_due_time() {
     assert_eq!(step(&mut h, 17).requeue_after, Some(Duration::from_secs(3)));
     assert_eq!(status(&h, "job-1")["phase"], "Succeeded");
 }
+
+#[test]
+fn a_jobs_pod_runs_to_completion_unless_its_annotations_say_otherwise() {
+    let owned_by = |kind: &str, p: &mut serde_json::Value| {
+        p["spec"]["restartPolicy"] = json!("Never");
+        p["metadata"]["ownerReferences"] = json!([{
+            "apiVersion": "batch/v1", "kind": kind, "name": "pi",
+            "uid": "u-1", "controller": true
+        }]);
+    };
+    let job_pod = pod("job-1", |p| owned_by("Job", p));
+    let mut h = harness(node(|_| {}), [job_pod]);
+    step(&mut h, 0);
+    assert_eq!(status(&h, "job-1")["phase"], "Running");
+    step(&mut h, 1);
+    let s = status(&h, "job-1");
+    assert_eq!(s["phase"], "Succeeded");
+    assert_eq!(
+        s["containerStatuses"][0]["state"]["terminated"]["reason"],
+        "Completed"
+    );
+
+    // The annotations still script it.
+    let scripted = pod("job-1", |p| {
+        owned_by("Job", p);
+        p["metadata"]["annotations"] =
+            json!({"windlass.dev/exit-after": "5s", "windlass.dev/exit-code": "2"});
+    });
+    let mut h = harness(node(|_| {}), [scripted]);
+    step(&mut h, 0);
+    step(&mut h, 1);
+    assert_eq!(status(&h, "job-1")["phase"], "Running");
+    step(&mut h, 5);
+    assert_eq!(status(&h, "job-1")["phase"], "Failed");
+
+    // Another controller's pod runs until deleted.
+    let mut h = harness(node(|_| {}), [pod("job-1", |p| owned_by("ReplicaSet", p))]);
+    step(&mut h, 0);
+    step(&mut h, 600);
+    assert_eq!(status(&h, "job-1")["phase"], "Running");
+}
