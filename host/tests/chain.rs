@@ -10,12 +10,13 @@ use std::time::Duration;
 use serde_json::Value;
 use windlass_tests::{Cluster, Proxy, Server};
 
-const PLUGINS: [&str; 5] = [
+const PLUGINS: [&str; 6] = [
     "deployment",
     "replicaset",
     "scheduler",
     "kubelet",
     "endpoints",
+    "job",
 ];
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -397,6 +398,159 @@ spec:
     // Deleting the owners collects everything they owned.
     c.ok(&["delete", "rs", "exiter", "stayer", "--wait=false"], None);
     c.eventually("every pod is collected", WAIT, || {
+        let left = c.items(&["pods"]).len();
+        (left == 0).then_some(()).ok_or(format!("{left} pods left"))
+    });
+    c.stop();
+}
+
+/// Jobs through kubectl: `kubectl create job` runs to `Complete` (the API
+/// server gives it its selector, the kubelet completes its pod); an
+/// Indexed Job runs each index once; a Job whose pods fail goes past its
+/// `backoffLimit` to `Failed`; deleting a Job collects its pods.
+#[test]
+fn jobs_run_to_completion_or_fail_past_their_limit() {
+    let c = cluster();
+    c.ok(
+        &[
+            "create",
+            "job",
+            "hello",
+            "--image=busybox",
+            "--",
+            "echo",
+            "hi",
+        ],
+        None,
+    );
+    let job = c.json(&["job", "hello"]);
+    let uid = job["metadata"]["uid"].as_str().unwrap().to_owned();
+    assert_eq!(
+        job["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"],
+        uid.as_str(),
+        "{job}"
+    );
+    assert_eq!(job["metadata"]["labels"]["job-name"], "hello", "{job}");
+    c.ok(
+        &[
+            "wait",
+            "--for=condition=complete",
+            "job/hello",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    let table = c.ok(&["get", "job", "hello"], None);
+    assert!(
+        table.contains("Complete") && table.contains("1/1"),
+        "{table}"
+    );
+    let done = pods(&c, "default", "job-name=hello");
+    assert_eq!(done.len(), 1, "{done:?}");
+    assert_eq!(done[0]["status"]["phase"], "Succeeded");
+    let events = c.ok(
+        &[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=hello",
+        ],
+        None,
+    );
+    let pod_name = done[0]["metadata"]["name"].as_str().unwrap();
+    assert!(
+        events.contains(&format!("Created pod: {pod_name}")) && events.contains("Job completed"),
+        "{events}"
+    );
+
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: batch/v1
+kind: Job
+metadata: {name: indexed}
+spec:
+  completionMode: Indexed
+  completions: 3
+  parallelism: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: work, image: busybox}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: failing}
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {windlass.dev/exit-after: 1s, windlass.dev/exit-code: "3"}
+    spec:
+      restartPolicy: Never
+      containers: [{name: work, image: busybox}]
+"#,
+        ),
+    );
+    c.ok(
+        &[
+            "wait",
+            "--for=condition=complete",
+            "job/indexed",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    let status = c.json(&["job", "indexed"])["status"].clone();
+    assert_eq!(status["completedIndexes"], "0-2", "{status}");
+    assert_eq!(status["succeeded"], 3, "{status}");
+    let indexes: BTreeSet<String> = pods(&c, "default", "job-name=indexed")
+        .iter()
+        .map(|p| {
+            let i = &p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"];
+            assert_eq!(
+                p["spec"]["hostname"],
+                format!("indexed-{}", i.as_str().unwrap())
+            );
+            i.as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(indexes, ["0", "1", "2"].map(String::from).into());
+
+    c.ok(
+        &[
+            "wait",
+            "--for=condition=failed",
+            "job/failing",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    let failing = c.json(&["job", "failing"]);
+    let failed = failing["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Failed")
+        .cloned()
+        .unwrap();
+    assert_eq!(failed["reason"], "BackoffLimitExceeded", "{failing}");
+    assert_eq!(failing["status"]["failed"], 1, "{failing}");
+
+    // Deleting the Jobs collects their pods.
+    c.ok(
+        &[
+            "delete",
+            "job",
+            "hello",
+            "indexed",
+            "failing",
+            "--wait=false",
+        ],
+        None,
+    );
+    c.eventually("every job's pod is collected", WAIT, || {
         let left = c.items(&["pods"]).len();
         (left == 0).then_some(()).ok_or(format!("{left} pods left"))
     });

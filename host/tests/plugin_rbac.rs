@@ -16,13 +16,14 @@ use serde_json::Value;
 use windlass_tests::authz::{self, Attributes, Role};
 use windlass_tests::{Cluster, Recorder, Server, kubectl, kubectl_ok};
 
-const PLUGINS: [&str; 6] = [
+const PLUGINS: [&str; 7] = [
     "deployment",
     "replicaset",
     "scheduler",
     "kubelet",
     "resourcequota",
     "endpoints",
+    "job",
 ];
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -112,6 +113,17 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "" services/status update,patch"#,
             r#"* "discovery.k8s.io" endpointslices create,update,patch,delete"#,
             r#"* "discovery.k8s.io" endpointslices get,list,watch"#,
+        ],
+        // reconciles batch/v1 Job, owns v1 Pod
+        "job" => vec![
+            r#"* "" events create,patch"#,
+            r#"* "" pods create,update,patch,delete"#,
+            r#"* "" pods get,list,watch"#,
+            r#"* "" pods/status update,patch"#,
+            r#"* "batch" jobs create,update,patch,delete"#,
+            r#"* "batch" jobs get,list,watch"#,
+            r#"* "batch" jobs/finalizers update"#,
+            r#"* "batch" jobs/status update,patch"#,
         ],
         other => panic!("no expectations for {other}"),
     }
@@ -315,6 +327,32 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
     .await;
     k(&["-n", "shop", "delete", "deploy/web", "--wait=false"]);
     eventually("the pods are gone", &hosts, || {
+        let n = pods(&k).len();
+        (n == 0).then_some(()).ok_or(format!("{n} pods"))
+    })
+    .await;
+    // A Job runs its pod to completion, and its deletion collects it.
+    k(&[
+        "-n",
+        "shop",
+        "create",
+        "job",
+        "hello",
+        "--image=busybox",
+        "--",
+        "echo",
+        "hi",
+    ]);
+    eventually("the Job completes", &hosts, || {
+        let job: Value =
+            serde_json::from_str(&k(&["-n", "shop", "get", "job", "hello", "-o", "json"])).unwrap();
+        (condition(&job, "Complete") == Some("True"))
+            .then_some(())
+            .ok_or(format!("{}", job["status"]))
+    })
+    .await;
+    k(&["-n", "shop", "delete", "job", "hello", "--wait=false"]);
+    eventually("the Job's pod is gone", &hosts, || {
         let n = pods(&k).len();
         (n == 0).then_some(()).ok_or(format!("{n} pods"))
     })

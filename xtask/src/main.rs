@@ -262,6 +262,7 @@ fn run(args: &[String]) -> Result<()> {
         "create deployment web --image=nginx --replicas=3".to_owned(),
         "get deploy,rs,pods -o wide".to_owned(),
         "expose deployment web --port=80 && kubectl --kubeconfig {k} get svc,endpoints web".to_owned(),
+        "create job hello --image=busybox -- echo hi && kubectl --kubeconfig {k} wait --for=condition=complete job/hello".to_owned(),
         "apply -f examples/namespace.yaml -f examples/deployment.yaml".to_owned(),
         "-n shop get pods -o wide".to_owned(),
         "-n shop scale deploy/web --replicas=4   # the 4th stays Pending: see `describe pod`".to_owned(),

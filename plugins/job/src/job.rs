@@ -1,0 +1,190 @@
+//! What the controller reads of a Job: its spec's knobs, and the counts and
+//! conditions its status already records.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::Value;
+use windlass_sdk::{Error, Object, Time};
+
+/// The spec, with the API server's defaults where a field is missing.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Spec {
+    pub parallelism: u32,
+    /// `None`: a work queue (done when any pod succeeds and none is left).
+    pub completions: Option<u32>,
+    pub indexed: bool,
+    pub backoff_limit: u32,
+    pub active_deadline: Option<Duration>,
+    pub suspend: bool,
+    pub ttl_after_finished: Option<Duration>,
+    /// `podReplacementPolicy: Failed`: a terminating pod is replaced only
+    /// once it has ended.
+    pub replace_only_failed: bool,
+    /// The template's `restartPolicy` is `OnFailure`: container restarts
+    /// count against `backoffLimit`.
+    pub restarts_on_failure: bool,
+}
+
+/// What the status already says.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Stored {
+    pub succeeded: u32,
+    pub failed: u32,
+    pub start_time: Option<Time>,
+    pub completion_time: Option<Time>,
+    /// As stored, so unchanged ones are written back as they were.
+    pub conditions: Vec<Value>,
+    pub completed_indexes: BTreeSet<u32>,
+}
+
+impl Stored {
+    pub(crate) fn condition(&self, type_: &str) -> Option<&Value> {
+        self.conditions.iter().find(|c| c["type"] == type_)
+    }
+
+    /// True when the condition `type_` is there and true.
+    pub(crate) fn holds(&self, type_: &str) -> bool {
+        self.condition(type_).is_some_and(|c| c["status"] == "True")
+    }
+
+    /// When the Job finished (`Complete` or `Failed`), if it has: its
+    /// `completionTime`, else when the condition became true.
+    pub(crate) fn finished_at(&self) -> Option<Option<Time>> {
+        let done = ["Complete", "Failed"]
+            .into_iter()
+            .find_map(|t| self.condition(t).filter(|c| c["status"] == "True"))?;
+        Some(
+            self.completion_time
+                .or_else(|| done["lastTransitionTime"].as_str().and_then(Time::parse)),
+        )
+    }
+}
+
+fn count(job: &Object, field: &str, default: u32) -> Result<u32, Error> {
+    match job.get(&format!("spec.{field}")) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| Error::permanent(format!("spec.{field}: {v} is not a count"))),
+    }
+}
+
+fn seconds(job: &Object, field: &str) -> Result<Option<Duration>, Error> {
+    match job.get(&format!("spec.{field}")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(|s| Some(Duration::from_secs(s)))
+            .ok_or_else(|| Error::permanent(format!("spec.{field}: {v} is not seconds"))),
+    }
+}
+
+impl Spec {
+    pub(crate) fn of(job: &Object) -> Result<Self, Error> {
+        let parallelism = count(job, "parallelism", 1)?;
+        let completions = match job.get("spec.completions") {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(count(job, "completions", 1)?),
+        };
+        let indexed = job.get_str("spec.completionMode") == Some("Indexed");
+        if indexed && completions.is_none() {
+            return Err(Error::permanent(
+                "spec.completions is required when completionMode is Indexed",
+            ));
+        }
+        Ok(Spec {
+            parallelism,
+            completions,
+            indexed,
+            backoff_limit: count(job, "backoffLimit", 6)?,
+            active_deadline: seconds(job, "activeDeadlineSeconds")?,
+            suspend: job.get_bool("spec.suspend") == Some(true),
+            ttl_after_finished: seconds(job, "ttlSecondsAfterFinished")?,
+            replace_only_failed: job.get_str("spec.podReplacementPolicy") == Some("Failed"),
+            restarts_on_failure: job.get_str("spec.template.spec.restartPolicy")
+                == Some("OnFailure"),
+        })
+    }
+}
+
+impl Stored {
+    pub(crate) fn of(job: &Object) -> Self {
+        let n = |f: &str| {
+            job.get_i64(&format!("status.{f}"))
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0)
+        };
+        let time = |f: &str| job.get_str(&format!("status.{f}")).and_then(Time::parse);
+        let conditions = job
+            .get("status.conditions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        Stored {
+            succeeded: n("succeeded"),
+            failed: n("failed"),
+            start_time: time("startTime"),
+            completion_time: time("completionTime"),
+            conditions,
+            completed_indexes: job
+                .get_str("status.completedIndexes")
+                .map(parse_indexes)
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// The indexes of `status.completedIndexes` ("1,3-5"); what does not parse
+/// is skipped.
+pub(crate) fn parse_indexes(text: &str) -> BTreeSet<u32> {
+    let mut out = BTreeSet::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>())
+                    && a <= b
+                    && b - a < 1_000_000
+                {
+                    out.extend(a..=b);
+                }
+            }
+            None => {
+                if let Ok(i) = part.parse() {
+                    out.insert(i);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Indexes as `status.completedIndexes` writes them: ascending, runs of
+/// consecutive ones as ranges ("0-2,5,7-8"), as upstream
+/// prints its intervals.
+pub(crate) fn format_indexes(indexes: &BTreeSet<u32>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut run: Option<(u32, u32)> = None;
+    let flush = |run: (u32, u32), parts: &mut Vec<String>| {
+        parts.push(if run.1 > run.0 {
+            format!("{}-{}", run.0, run.1)
+        } else {
+            run.0.to_string()
+        })
+    };
+    for &i in indexes {
+        run = match run {
+            Some((a, b)) if i == b + 1 => Some((a, i)),
+            Some(r) => {
+                flush(r, &mut parts);
+                Some((i, i))
+            }
+            None => Some((i, i)),
+        };
+    }
+    if let Some(r) = run {
+        flush(r, &mut parts);
+    }
+    parts.join(",")
+}

@@ -1,0 +1,538 @@
+//! The Job controller as a windlass plugin: runs a Job's pods to
+//! completion, as kube-controller-manager's job controller does, so
+//! `kubectl create job`, `kubectl wait --for=condition=complete` and
+//! `kubectl get jobs` behave as on a cluster.
+//!
+//! Each reconcile looks at the Job and the pods it controls:
+//! - up to `parallelism` pods run at once, until `completions` have
+//!   succeeded (with no `completions`, a work queue: no new pod once one has
+//!   succeeded, and done when none is left running); an `Indexed` Job runs
+//!   one pod per index, each with its index as upstream gives it (the
+//!   `batch.kubernetes.io/job-completion-index` annotation and label, the
+//!   hostname `<job>-<index>`, `JOB_COMPLETION_INDEX`), and records the
+//!   indexes done in `completedIndexes`;
+//! - a failed pod is replaced after upstream's back-off (10 s, doubling,
+//!   at most 6 min, from when it ended); more than `backoffLimit` failed
+//!   pods (or, with `restartPolicy: OnFailure`, that many container
+//!   restarts) fail the Job with `BackoffLimitExceeded`, and
+//!   `activeDeadlineSeconds` with `DeadlineExceeded`; the pods left running
+//!   are deleted;
+//! - `suspend` deletes the running pods and sets `Suspended`; resuming
+//!   starts the clock (`startTime`) again;
+//! - a finished Job with `ttlSecondsAfterFinished` is deleted that long
+//!   after it finished (the TTL-after-finished controller's work), its pods
+//!   with it.
+//!
+//! Status (`active`, `ready`, `terminating`, `succeeded`, `failed`,
+//! `startTime`, `completionTime`, `completedIndexes`; the conditions
+//! `SuccessCriteriaMet` and `Complete`, `FailureTarget` and `Failed`,
+//! `Suspended`) is written when it changes, and the events are upstream's:
+//! `SuccessfulCreate` ("Created pod: …"), `SuccessfulDelete`, `Completed`,
+//! `BackoffLimitExceeded`, `DeadlineExceeded`, `Suspended`, `Resumed`,
+//! `FailedCreate`.
+//!
+//! Differences from upstream: counts are taken from the pods that exist,
+//! never lowered below what the status already says (upstream tracks them
+//! with a finalizer on each pod, which this controller does not add), and
+//! pod names are derived from the Job's uid instead of drawn at random, so
+//! a reconcile that runs again before its creates reach the cache converges
+//! the same pods rather than making more. The pod disruption conditions of
+//! `podFailurePolicy` and `backoffLimitPerIndex` are not implemented.
+//!
+//! Files: `job.rs` (the spec and the recorded status), `pods.rs` (what a
+//! pod counts as, and new pods from the template).
+
+mod job;
+mod pods;
+
+use std::collections::{BTreeSet, HashSet};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use windlass_sdk::{
+    Controller, DeleteOptions, Error, Event, Manifest, Object, Outcome, Propagation, Request, Time,
+    Watch,
+};
+
+use job::{Spec, Stored, format_indexes};
+use pods::{Phase, Pod};
+
+/// The Job controller.
+pub struct JobController;
+
+impl Controller for JobController {
+    fn manifest() -> Manifest {
+        Manifest::new("job", Watch::kind("batch/v1", "Job"))
+            .version(env!("CARGO_PKG_VERSION"))
+            .owns(Watch::kind("v1", "Pod"))
+            .max_concurrency(4)
+    }
+
+    fn reconcile(req: Request) -> Result<Outcome, Error> {
+        reconcile(&req)
+    }
+}
+
+windlass_sdk::export!(JobController);
+
+/// Upstream's back-off before a failed pod is replaced: 10 s, doubling
+/// with each failure, at most 6 min.
+const BACKOFF_BASE: Duration = Duration::from_secs(10);
+const BACKOFF_MAX: Duration = Duration::from_secs(360);
+
+fn reconcile(req: &Request) -> Result<Outcome, Error> {
+    // Gone, or being deleted: its pods are garbage-collected.
+    let Some(job) = req.live_object() else {
+        return Ok(Outcome::new());
+    };
+    let spec = Spec::of(job)?;
+    let stored = Stored::of(job);
+    let pods: Vec<Pod> = req.owned_of("v1", "Pod").map(Pod::of).collect();
+    let now = req.now;
+
+    if let Some(finished) = stored.finished_at() {
+        return Ok(finished_job(job, &spec, &pods, finished, now));
+    }
+    let mut run = Run::new(&spec, &stored, &pods, now);
+    if let Some(failure) = &req.last_failure
+        && !matches!(failure.code, 404 | 409)
+    {
+        run.events.push(Event::warning(
+            "FailedCreate",
+            format!("Error creating: {}", failure.message),
+        ));
+    }
+    run.decide(job)?;
+    run.outcome(job)
+}
+
+/// A finished Job: nothing more runs; pods still running (a failed Job's)
+/// are deleted, and the TTL, if it has one, deletes the Job.
+fn finished_job(
+    job: &Object,
+    spec: &Spec,
+    pods: &[Pod],
+    finished: Option<Time>,
+    now: Time,
+) -> Outcome {
+    let mut out = Outcome::new();
+    for p in pods.iter().filter(|p| p.phase == Phase::Active) {
+        out = out.delete(p.object_ref());
+    }
+    if let Some(ttl) = spec.ttl_after_finished {
+        let at = finished.unwrap_or(now) + ttl;
+        if now >= at {
+            // As the TTL-after-finished controller: foreground, and only
+            // this Job (not one recreated under its name).
+            let mut options = DeleteOptions::new().propagation(Propagation::Foreground);
+            if let Some(uid) = job.uid() {
+                options = options.uid(uid);
+            }
+            out = out.delete_with(job.object_ref(), options);
+        } else {
+            out = out.requeue_after(now.until(at));
+        }
+    }
+    out
+}
+
+/// One reconcile's decisions.
+struct Run<'a> {
+    spec: &'a Spec,
+    stored: &'a Stored,
+    pods: &'a [Pod],
+    now: Time,
+    succeeded: u32,
+    failed: u32,
+    completed: BTreeSet<u32>,
+    start: Option<Time>,
+    completion: Option<Time>,
+    conditions: Vec<Value>,
+    creates: Vec<(String, Option<u32>)>,
+    deletes: Vec<&'a Pod>,
+    events: Vec<Event>,
+    requeue: Option<Duration>,
+}
+
+impl<'a> Run<'a> {
+    fn new(spec: &'a Spec, stored: &'a Stored, pods: &'a [Pod], now: Time) -> Self {
+        let count = |phase| pods.iter().filter(|p| p.phase == phase).count() as u32;
+        let mut completed = BTreeSet::new();
+        let succeeded = if spec.indexed {
+            let limit = spec.completions.unwrap_or(0);
+            completed = stored.completed_indexes.clone();
+            completed.extend(
+                pods.iter()
+                    .filter(|p| p.phase == Phase::Succeeded)
+                    .filter_map(|p| p.index),
+            );
+            completed.retain(|&i| i < limit);
+            completed.len() as u32
+        } else {
+            stored.succeeded.max(count(Phase::Succeeded))
+        };
+        Run {
+            spec,
+            stored,
+            pods,
+            now,
+            succeeded,
+            failed: stored.failed.max(count(Phase::Failed)),
+            completed,
+            start: stored.start_time,
+            completion: None,
+            conditions: stored.conditions.clone(),
+            creates: Vec::new(),
+            deletes: Vec::new(),
+            events: Vec::new(),
+            requeue: None,
+        }
+    }
+
+    fn active(&self) -> impl Iterator<Item = &'a Pod> + use<'a> {
+        self.pods.iter().filter(|p| p.phase == Phase::Active)
+    }
+
+    fn requeue_in(&mut self, after: Duration) {
+        let after = after.max(Duration::from_millis(10));
+        self.requeue = Some(self.requeue.map_or(after, |r| r.min(after)));
+    }
+
+    /// Sets condition `type_` as upstream's `ensureJobConditionStatus`:
+    /// its transition time moves only when its status does.
+    fn condition(&mut self, type_: &str, status: &str, reason: &str, message: &str) {
+        let now = json!(self.now.to_rfc3339());
+        match self.conditions.iter_mut().find(|c| c["type"] == type_) {
+            Some(c)
+                if c["status"] == status && c["reason"] == reason && c["message"] == message => {}
+            Some(c) => {
+                if c["status"] != status {
+                    c["lastTransitionTime"] = now.clone();
+                }
+                c["status"] = json!(status);
+                c["reason"] = json!(reason);
+                c["message"] = json!(message);
+                c["lastProbeTime"] = now;
+            }
+            None => self.conditions.push(json!({
+                "type": type_,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastProbeTime": now,
+                "lastTransitionTime": now,
+            })),
+        }
+    }
+
+    /// Deletes every running pod (the Job ended or is suspended).
+    fn stop_all(&mut self) {
+        let active: Vec<&'a Pod> = self.active().collect();
+        self.deletes.extend(active);
+    }
+
+    fn decide(&mut self, job: &Object) -> Result<(), Error> {
+        let spec = self.spec;
+        // Suspended: nothing runs, and the clock stops.
+        if spec.suspend {
+            self.stop_all();
+            if !self.stored.holds("Suspended") {
+                self.condition("Suspended", "True", "JobSuspended", "Job suspended");
+                self.events
+                    .push(Event::normal("Suspended", "Job suspended"));
+            }
+            self.start = None;
+            return Ok(());
+        }
+        if self.stored.holds("Suspended") {
+            self.condition("Suspended", "False", "JobResumed", "Job resumed");
+            self.events.push(Event::normal("Resumed", "Job resumed"));
+            self.start = None;
+        }
+        let start = *self.start.get_or_insert(self.now);
+
+        if let Some((reason, message)) = self.failure(start) {
+            self.stop_all();
+            // As upstream since the Job's terminal conditions went GA: the
+            // target first, then the end itself.
+            self.condition("FailureTarget", "True", reason, message);
+            self.condition("Failed", "True", reason, message);
+            self.completion = None;
+            self.events.push(Event::warning(reason, message));
+            return Ok(());
+        }
+        if let Some(deadline) = spec.active_deadline {
+            self.requeue_in(self.now.until(start + deadline));
+        }
+
+        let active: Vec<&'a Pod> = self.active().collect();
+        let done = match spec.completions {
+            Some(c) => self.succeeded >= c,
+            None => self.succeeded > 0 && active.is_empty(),
+        };
+        if done {
+            // Upstream deletes what still runs once enough have succeeded.
+            self.stop_all();
+            for type_ in ["SuccessCriteriaMet", "Complete"] {
+                self.condition(
+                    type_,
+                    "True",
+                    "CompletionsReached",
+                    "Reached expected number of succeeded pods",
+                );
+            }
+            self.completion = Some(self.now);
+            self.events
+                .push(Event::normal("Completed", "Job completed"));
+            return Ok(());
+        }
+        if spec.indexed {
+            self.manage_indexed(job, &active)
+        } else {
+            self.manage(job, &active)
+        }
+    }
+
+    /// Why the Job fails now, if it does: `backoffLimit` (failed pods, or
+    /// with `OnFailure` restarts of running ones), then the deadline.
+    fn failure(&self, start: Time) -> Option<(&'static str, &'static str)> {
+        let spec = self.spec;
+        let restarts: u32 = if spec.restarts_on_failure {
+            self.active().map(|p| p.restarts).sum()
+        } else {
+            0
+        };
+        let restarts_exceed = spec.restarts_on_failure
+            && if spec.backoff_limit == 0 {
+                restarts > 0
+            } else {
+                restarts >= spec.backoff_limit
+            };
+        if self.failed > spec.backoff_limit || restarts_exceed {
+            return Some((
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+            ));
+        }
+        if spec.active_deadline.is_some_and(|d| self.now >= start + d) {
+            return Some((
+                "DeadlineExceeded",
+                "Job was active longer than specified deadline",
+            ));
+        }
+        None
+    }
+
+    /// Whether replacements may be created now, after failures: upstream's
+    /// back-off from the last failed pod's end.
+    fn backed_off(&mut self) -> bool {
+        if self.failed == 0 {
+            return true;
+        }
+        let last = self
+            .pods
+            .iter()
+            .filter(|p| p.phase == Phase::Failed)
+            .filter_map(|p| p.ended_at.or(p.created))
+            .max();
+        let Some(last) = last else {
+            return true;
+        };
+        let exp = self.failed.saturating_sub(1).min(16);
+        let delay = BACKOFF_BASE.saturating_mul(1u32 << exp).min(BACKOFF_MAX);
+        let at = last + delay;
+        if self.now >= at {
+            true
+        } else {
+            self.requeue_in(self.now.until(at));
+            false
+        }
+    }
+
+    /// Pods that take a place: running ones, and with
+    /// `podReplacementPolicy: Failed` terminating ones too.
+    fn holding(&self, active: &[&Pod]) -> usize {
+        let terminating = self
+            .pods
+            .iter()
+            .filter(|p| p.phase == Phase::Terminating)
+            .count();
+        active.len()
+            + if self.spec.replace_only_failed {
+                terminating
+            } else {
+                0
+            }
+    }
+
+    fn manage(&mut self, job: &Object, active: &[&'a Pod]) -> Result<(), Error> {
+        let spec = self.spec;
+        let want = match spec.completions {
+            Some(c) => spec.parallelism.min(c.saturating_sub(self.succeeded)),
+            // A work queue with a success lets what runs finish.
+            None if self.succeeded > 0 => active.len() as u32,
+            None => spec.parallelism,
+        } as usize;
+        if active.len() > want {
+            self.delete_extra(active, active.len() - want);
+            return Ok(());
+        }
+        let missing = want.saturating_sub(self.holding(active));
+        if missing > 0 && self.backed_off() {
+            let prefix = format!("{}-", job.name());
+            for name in self.fresh_names(job, &prefix, missing) {
+                self.creates.push((name, None));
+            }
+        }
+        Ok(())
+    }
+
+    fn manage_indexed(&mut self, job: &Object, active: &[&'a Pod]) -> Result<(), Error> {
+        let spec = self.spec;
+        let completions = spec.completions.unwrap_or(0);
+        // Pods of an index already done, out of range, without an index,
+        // or a second one of an index, go.
+        let mut held = HashSet::new();
+        let mut keep: Vec<&'a Pod> = Vec::new();
+        for p in active {
+            match p.index {
+                Some(i) if i < completions && !self.completed.contains(&i) && held.insert(i) => {
+                    keep.push(p)
+                }
+                _ => self.deletes.push(p),
+            }
+        }
+        if spec.replace_only_failed {
+            held.extend(
+                self.pods
+                    .iter()
+                    .filter(|p| p.phase == Phase::Terminating)
+                    .filter_map(|p| p.index),
+            );
+        }
+        let want = spec
+            .parallelism
+            .min(completions.saturating_sub(self.succeeded)) as usize;
+        if keep.len() > want {
+            self.delete_extra(&keep, keep.len() - want);
+            return Ok(());
+        }
+        let missing = want.saturating_sub(self.holding(&keep));
+        if missing == 0 || !self.backed_off() {
+            return Ok(());
+        }
+        let pending: Vec<u32> = (0..completions)
+            .filter(|i| !self.completed.contains(i) && !held.contains(i))
+            .take(missing)
+            .collect();
+        for i in pending {
+            let prefix = format!("{}-{i}-", job.name());
+            if let Some(name) = self.fresh_names(job, &prefix, 1).pop() {
+                self.creates.push((name, Some(i)));
+            }
+        }
+        Ok(())
+    }
+
+    /// `n` extra running pods to delete: not ready ones first, then the
+    /// newest, as upstream ranks them.
+    fn delete_extra(&mut self, active: &[&'a Pod], n: usize) {
+        let mut ranked: Vec<&'a Pod> = active.to_vec();
+        ranked.sort_by(|a, b| a.ready.cmp(&b.ready).then(b.created.cmp(&a.created)));
+        self.deletes.extend(ranked.into_iter().take(n));
+    }
+
+    /// `n` names for new pods that no pod of the Job has.
+    fn fresh_names(&self, job: &Object, prefix: &str, n: usize) -> Vec<String> {
+        let uid = job.uid().unwrap_or_default();
+        let taken: HashSet<&str> = self.pods.iter().map(|p| p.name.as_str()).collect();
+        (0u32..)
+            .map(|k| pods::name(prefix, uid, k))
+            .filter(|name| !taken.contains(name.as_str()))
+            .take(n)
+            .collect()
+    }
+
+    /// The writes: deletes, creates, then the status if it changed.
+    fn outcome(self, job: &Object) -> Result<Outcome, Error> {
+        let mut out = Outcome::new();
+        for p in &self.deletes {
+            out = out.delete(p.object_ref()).event(Event::normal(
+                "SuccessfulDelete",
+                format!("Deleted pod: {}", p.name),
+            ));
+        }
+        for (name, index) in &self.creates {
+            out = out
+                .apply(pods::new_pod(job, name, *index)?)
+                .event(Event::normal(
+                    "SuccessfulCreate",
+                    format!("Created pod: {name}"),
+                ));
+        }
+        let status = self.status(job);
+        if job.get("status") != Some(&status) {
+            let mut updated = job.clone();
+            updated.value_mut()["status"] = status;
+            out = out.update_status(updated);
+        }
+        for e in self.events {
+            out = out.event(e);
+        }
+        if let Some(after) = self.requeue {
+            out = out.requeue_after(after);
+        }
+        Ok(out)
+    }
+
+    fn status(&self, job: &Object) -> Value {
+        let deleted: HashSet<&str> = self.deletes.iter().map(|p| p.name.as_str()).collect();
+        let running = |p: &&Pod| p.phase == Phase::Active && !deleted.contains(p.name.as_str());
+        let active = self.pods.iter().filter(running).count() + self.creates.len();
+        let ready = self.pods.iter().filter(running).filter(|p| p.ready).count();
+        let terminating = self
+            .pods
+            .iter()
+            .filter(|p| p.phase == Phase::Terminating || deleted.contains(p.name.as_str()))
+            .count();
+        let mut s = Map::new();
+        if let Some(c) = job
+            .get("status.conditions")
+            .filter(|_| self.conditions.is_empty())
+        {
+            // Kept as stored (an empty list stays one).
+            s.insert("conditions".into(), c.clone());
+        } else if !self.conditions.is_empty() {
+            s.insert("conditions".into(), Value::Array(self.conditions.clone()));
+        }
+        if let Some(t) = self.start {
+            s.insert("startTime".into(), json!(t.to_rfc3339()));
+        }
+        let completion = self.completion.or(self.stored.completion_time);
+        if let Some(t) = completion {
+            s.insert("completionTime".into(), json!(t.to_rfc3339()));
+        }
+        for (key, n) in [
+            ("active", active as u32),
+            ("succeeded", self.succeeded),
+            ("failed", self.failed),
+        ] {
+            if n > 0 {
+                s.insert(key.into(), json!(n));
+            }
+        }
+        if self.spec.indexed && !self.completed.is_empty() {
+            s.insert(
+                "completedIndexes".into(),
+                json!(format_indexes(&self.completed)),
+            );
+        }
+        s.insert("terminating".into(), json!(terminating));
+        s.insert("ready".into(), json!(ready));
+        s.insert("uncountedTerminatedPods".into(), json!({}));
+        Value::Object(s)
+    }
+}
+
+#[cfg(test)]
+mod tests;
