@@ -10,13 +10,14 @@ use std::time::Duration;
 use serde_json::Value;
 use windlass_tests::{Cluster, Proxy, Server};
 
-const PLUGINS: [&str; 6] = [
+const PLUGINS: [&str; 7] = [
     "deployment",
     "replicaset",
     "scheduler",
     "kubelet",
     "endpoints",
     "job",
+    "daemonset",
 ];
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -551,6 +552,96 @@ spec:
         None,
     );
     c.eventually("every job's pod is collected", WAIT, || {
+        let left = c.items(&["pods"]).len();
+        (left == 0).then_some(()).ok_or(format!("{left} pods left"))
+    });
+    c.stop();
+}
+
+/// A DaemonSet through kubectl: a pod on every node but the tainted one,
+/// bound there by the scheduler; a new image rolls out node by node
+/// (`kubectl rollout status`), `rollout history` lists both revisions and
+/// `rollout undo` goes back; a node that joins gets a pod; deleting the
+/// DaemonSet collects its pods.
+#[test]
+fn a_daemonset_runs_on_every_node_and_rolls_out() {
+    let c = cluster();
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers: [{name: agent, image: "agent:1"}]
+"#,
+        ),
+    );
+    let on_nodes = |image: &str| -> Result<(), String> {
+        let all = pods(&c, "default", "app=agent");
+        let live = running(&all);
+        let nodes: BTreeSet<String> = live
+            .iter()
+            .filter(|p| p["spec"]["containers"][0]["image"] == image)
+            .map(|p| node_of(p))
+            .collect();
+        let want: BTreeSet<String> = ["node-a1", "node-b1", "node-c1"].map(String::from).into();
+        (nodes == want && all.len() == 3)
+            .then_some(())
+            .ok_or(format!("{image} running on {nodes:?}, {} pods", all.len()))
+    };
+    c.eventually("a pod of agent:1 on each untainted node", WAIT, || {
+        on_nodes("agent:1")
+    });
+    c.ok(&["rollout", "status", "ds/agent", "--timeout=60s"], None);
+    let status = c.json(&["ds", "agent"])["status"].clone();
+    assert_eq!(status["desiredNumberScheduled"], 3, "{status}");
+    assert_eq!(status["numberAvailable"], 3, "{status}");
+
+    c.ok(&["set", "image", "ds/agent", "agent=agent:2"], None);
+    c.ok(&["rollout", "status", "ds/agent", "--timeout=90s"], None);
+    c.eventually("agent:2 on each untainted node", WAIT, || {
+        on_nodes("agent:2")
+    });
+    let history = c.ok(&["rollout", "history", "ds/agent"], None);
+    assert!(history.contains('1') && history.contains('2'), "{history}");
+    c.ok(&["rollout", "undo", "ds/agent"], None);
+    c.eventually("back to agent:1 on each untainted node", WAIT, || {
+        on_nodes("agent:1")
+    });
+
+    // A node that joins gets its pod.
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-d1
+  labels: {windlass.dev/simulated: "true", kubernetes.io/hostname: node-d1}
+"#,
+        ),
+    );
+    c.eventually("the new node runs the agent", WAIT, || {
+        let nodes: BTreeSet<String> = running(&pods(&c, "default", "app=agent"))
+            .iter()
+            .map(|p| node_of(p))
+            .collect();
+        nodes
+            .contains("node-d1")
+            .then_some(())
+            .ok_or(format!("{nodes:?}"))
+    });
+
+    c.ok(&["delete", "ds", "agent", "--wait=false"], None);
+    c.eventually("every daemon pod is collected", WAIT, || {
         let left = c.items(&["pods"]).len();
         (left == 0).then_some(()).ok_or(format!("{left} pods left"))
     });

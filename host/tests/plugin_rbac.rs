@@ -16,7 +16,7 @@ use serde_json::Value;
 use windlass_tests::authz::{self, Attributes, Role};
 use windlass_tests::{Cluster, Recorder, Server, kubectl, kubectl_ok};
 
-const PLUGINS: [&str; 7] = [
+const PLUGINS: [&str; 8] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -24,6 +24,7 @@ const PLUGINS: [&str; 7] = [
     "resourcequota",
     "endpoints",
     "job",
+    "daemonset",
 ];
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -124,6 +125,21 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "batch" jobs get,list,watch"#,
             r#"* "batch" jobs/finalizers update"#,
             r#"* "batch" jobs/status update,patch"#,
+        ],
+        // reconciles apps/v1 DaemonSet, owns v1 Pod and apps/v1
+        // ControllerRevision, reads v1 Node
+        "daemonset" => vec![
+            r#"* "" events create,patch"#,
+            r#"* "" nodes get,list,watch"#,
+            r#"* "" pods create,update,patch,delete"#,
+            r#"* "" pods get,list,watch"#,
+            r#"* "" pods/status update,patch"#,
+            r#"* "apps" controllerrevisions create,update,patch,delete"#,
+            r#"* "apps" controllerrevisions get,list,watch"#,
+            r#"* "apps" daemonsets create,update,patch,delete"#,
+            r#"* "apps" daemonsets get,list,watch"#,
+            r#"* "apps" daemonsets/finalizers update"#,
+            r#"* "apps" daemonsets/status update,patch"#,
         ],
         other => panic!("no expectations for {other}"),
     }
@@ -353,6 +369,39 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
     .await;
     k(&["-n", "shop", "delete", "job", "hello", "--wait=false"]);
     eventually("the Job's pod is gone", &hosts, || {
+        let n = pods(&k).len();
+        (n == 0).then_some(()).ok_or(format!("{n} pods"))
+    })
+    .await;
+    // A DaemonSet runs a pod on each node it tolerates (not the GPU
+    // node's taint), and its deletion collects them.
+    kubectl_ok(
+        &direct,
+        &["-n", "shop", "apply", "-f", "-"],
+        Some(
+            "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\nspec:\n  \
+             selector: {matchLabels: {app: agent}}\n  template:\n    \
+             metadata: {labels: {app: agent}}\n    \
+             spec: {containers: [{name: agent, image: agent}]}\n",
+        ),
+    );
+    eventually(
+        "a daemon pod Running on each untainted node",
+        &hosts,
+        || {
+            let all = pods(&k);
+            let running = all
+                .iter()
+                .filter(|p| p["status"]["phase"] == "Running" && p["spec"]["nodeName"].is_string())
+                .count();
+            (running == 3 && all.len() == 3)
+                .then_some(())
+                .ok_or(format!("{running} running of {}", all.len()))
+        },
+    )
+    .await;
+    k(&["-n", "shop", "delete", "ds", "agent", "--wait=false"]);
+    eventually("the daemon pods are gone", &hosts, || {
         let n = pods(&k).len();
         (n == 0).then_some(()).ok_or(format!("{n} pods"))
     })

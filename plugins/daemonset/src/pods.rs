@@ -1,0 +1,191 @@
+//! A DaemonSet's pods: what each one is (its node, its template's hash,
+//! whether it is available), new pods from the template, and the hash
+//! that tells the current template from an old one.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use windlass_sdk::{Error, Object, ObjectRef, Time};
+
+use crate::nodes;
+
+/// The label holding the hash of the template a pod was made from.
+pub(crate) const HASH_LABEL: &str = "controller-revision-hash";
+
+/// One daemon pod, as the controller weighs it.
+#[derive(Debug, Clone)]
+pub(crate) struct DaemonPod {
+    pub name: String,
+    pub namespace: Option<String>,
+    /// The node it runs on, or is pinned to.
+    pub node: Option<String>,
+    pub deleting: bool,
+    pub failed: bool,
+    /// Made from the current template.
+    pub updated: bool,
+    pub ready: bool,
+    /// Ready for `minReadySeconds`.
+    pub available: bool,
+    /// When it becomes available, if it is ready but not yet.
+    pub available_at: Option<Time>,
+    pub created: Option<Time>,
+}
+
+impl DaemonPod {
+    pub(crate) fn of(o: &Object, hash: &str, min_ready: Duration, now: Time) -> Self {
+        let ready_since = o
+            .get("status.conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| {
+                cs.iter()
+                    .find(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
+            .map(|c| {
+                c["lastTransitionTime"]
+                    .as_str()
+                    .and_then(Time::parse)
+                    .unwrap_or(now)
+            });
+        let deleting = o.is_being_deleted();
+        let failed = matches!(o.get_str("status.phase"), Some("Failed" | "Succeeded"));
+        let ready = ready_since.is_some() && !deleting && !failed;
+        let available_at = ready_since.map(|t| t + min_ready).filter(|_| ready);
+        DaemonPod {
+            name: o.name().to_owned(),
+            namespace: o.namespace().map(str::to_owned),
+            node: nodes::target_of(o),
+            deleting,
+            failed,
+            updated: o.label(HASH_LABEL) == Some(hash),
+            ready,
+            available: available_at.is_some_and(|at| at <= now),
+            available_at: available_at.filter(|&at| at > now),
+            created: o.creation_timestamp().and_then(Time::parse),
+        }
+    }
+
+    pub(crate) fn object_ref(&self) -> ObjectRef {
+        ObjectRef {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
+    }
+}
+
+/// The hash of a template: FNV-32a over its canonical JSON (keys sorted),
+/// written with upstream's `SafeEncodeString` alphabet.
+pub(crate) fn hash(template: &Value) -> String {
+    let mut text = String::new();
+    canonical(template, &mut text);
+    let mut h: u32 = 0x811c_9dc5;
+    for b in text.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    encode(&h.to_string())
+}
+
+/// Upstream's `rand.SafeEncodeString`.
+fn encode(s: &str) -> String {
+    const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    s.bytes()
+        .map(|b| ALPHANUMS[usize::from(b) % ALPHANUMS.len()] as char)
+        .collect()
+}
+
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&m[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// The name of the daemon pod for `node`: `<ds>-<5 characters>`, as a
+/// generated name looks, derived from the DaemonSet's uid, the node, the
+/// template's hash and `n`. A reconcile that runs again before its create
+/// reaches the cache names the same pod, and so does not make a second.
+pub(crate) fn name(ds: &str, uid: &str, node: &str, hash: &str, n: u32) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in uid
+        .bytes()
+        .chain([0])
+        .chain(node.bytes())
+        .chain([0])
+        .chain(hash.bytes())
+        .chain(n.to_le_bytes())
+    {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut out: String = ds.chars().take(57).collect();
+    out.push('-');
+    for _ in 0..5 {
+        out.push(ALPHABET[(h % ALPHABET.len() as u64) as usize] as char);
+        h /= ALPHABET.len() as u64;
+    }
+    out
+}
+
+/// A new daemon pod named `name` for `node`: the template with the hash
+/// and generation labels, the daemon tolerations (`spec`, already with
+/// them) and the node pinned in its required node affinity.
+pub(crate) fn new_pod(
+    ds: &Object,
+    template: &Value,
+    spec: &Value,
+    name: &str,
+    node: &str,
+    hash: &str,
+) -> Result<Object, Error> {
+    let meta = &template["metadata"];
+    let mut labels = meta["labels"].clone();
+    if !labels.is_object() {
+        labels = json!({});
+    }
+    labels[HASH_LABEL] = json!(hash);
+    labels["pod-template-generation"] = json!(ds.generation().unwrap_or(1).to_string());
+    let mut spec = spec.clone();
+    nodes::pin_to_node(&mut spec, node);
+    let mut metadata = json!({
+        "name": name,
+        "namespace": ds.namespace().unwrap_or("default"),
+        "labels": labels,
+    });
+    for key in ["annotations", "finalizers"] {
+        if !meta[key].is_null() {
+            metadata[key] = meta[key].clone();
+        }
+    }
+    Object::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": spec,
+    }))
+}
