@@ -197,6 +197,28 @@ fn pod_spec_path(group: &str, plural: &str) -> Option<&'static [&'static str]> {
     })
 }
 
+/// The pod spec of a StatefulSet's template with a volume for each of its
+/// `volumeClaimTemplates` (as its pods get them), so mounts of a claim
+/// validate as they do on its pods.
+fn with_claim_volumes(set: &Value, spec: &Value) -> Value {
+    let mut spec = spec.clone();
+    let Some(claims) = set["spec"]["volumeClaimTemplates"].as_array() else {
+        return spec;
+    };
+    if !spec["volumes"].is_array() {
+        spec["volumes"] = json!([]);
+    }
+    if let Some(volumes) = spec["volumes"].as_array_mut() {
+        for claim in claims {
+            let name = &claim["metadata"]["name"];
+            if !volumes.iter().any(|v| &v["name"] == name) {
+                volumes.push(json!({"name": name, "persistentVolumeClaim": {"claimName": name}}));
+            }
+        }
+    }
+    spec
+}
+
 /// Per-kind checks for the built-ins, in kube's words: pod specs (of pods
 /// and of every template), Services, workloads' selectors and replicas,
 /// ConfigMap and Secret data. `pod`: a pod's resources as admission
@@ -210,6 +232,9 @@ pub(crate) fn kind_errors(
     let mut errs = crate::admission::validation_errors(group, plural, obj, pod);
     if let Some(at) = pod_spec_path(group, plural) {
         let spec = at.iter().fold(obj, |v, k| &v[*k]);
+        // A StatefulSet's pods mount its claim templates as volumes.
+        let with_claims = (plural == "statefulsets").then(|| with_claim_volumes(obj, spec));
+        let spec = with_claims.as_ref().unwrap_or(spec);
         let path = at.join(".");
         pod_spec::errors(spec, &path, &mut errs);
         if plural != "pods" {
@@ -424,6 +449,34 @@ pub(crate) fn update_errors(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_statefulsets_mounts_may_name_its_claim_templates() {
+        let sts = |claims: Value| {
+            json!({"spec": {
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": {"metadata": {"labels": {"app": "db"}}, "spec": {
+                    "restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
+                    "containers": [{"name": "db", "image": "db",
+                        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+                "volumeClaimTemplates": claims
+            }})
+        };
+        let mount_errors = |v: &Value| {
+            kind_errors("apps", "statefulsets", v, None)
+                .into_iter()
+                .filter(|(f, _)| f.contains("volumeMounts"))
+                .collect::<Vec<_>>()
+        };
+        assert!(mount_errors(&sts(json!([{"metadata": {"name": "data"}}]))).is_empty());
+        assert_eq!(
+            mount_errors(&sts(json!([]))),
+            [(
+                "spec.template.spec.containers[0].volumeMounts[0].name".to_owned(),
+                "Not found: \"data\"".to_owned()
+            )]
+        );
+    }
 
     #[test]
     fn jobs_are_held_to_kubes_rules() {
