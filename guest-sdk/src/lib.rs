@@ -79,6 +79,7 @@ mod object;
 mod outcome;
 mod refs;
 mod request;
+pub mod revision;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 mod time;

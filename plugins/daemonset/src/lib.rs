@@ -20,8 +20,8 @@
 //!   most `maxUnavailable` unavailable at once, or with `maxSurge` the new
 //!   pod first, the old one deleted once the new is available;
 //!   `OnDelete` only replaces pods that are deleted;
-//! - each template is kept as a ControllerRevision (`controller-revision-
-//!   hash`, revisions numbered, `revisionHistoryLimit` old ones kept) for
+//! - each template is kept as a ControllerRevision
+//!   (`windlass_sdk::revision`: `revisionHistoryLimit` old ones kept) for
 //!   `kubectl rollout history` and `undo`.
 //!
 //! Status counts (`desiredNumberScheduled`, `currentNumberScheduled`,
@@ -37,7 +37,7 @@
 //! failed pod is replaced without upstream's per-node back-off.
 //!
 //! Files: `nodes.rs` (which nodes, default tolerations, pinning), `pods.rs`
-//! (what a pod is, new pods, the hash).
+//! (what a pod is, new pods).
 
 mod nodes;
 mod pods;
@@ -48,7 +48,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use windlass_sdk::{
     Controller, Error, Event, KindRef, Manifest, Object, ObjectRef, Outcome, Request, Time, Watch,
-    cache,
+    cache, revision,
 };
 
 use nodes::Node;
@@ -145,7 +145,7 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
         .filter(|t| t.is_object())
         .cloned()
         .ok_or_else(|| Error::permanent("spec.template is required"))?;
-    let hash = pods::hash(&template);
+    let hash = revision::template_hash(&template);
     let min_ready =
         Duration::from_secs(ds.get_i64("spec.minReadySeconds").unwrap_or(0).max(0) as u64);
     let mut spec = template["spec"].clone();
@@ -332,7 +332,21 @@ impl<'a> Plan<'a> {
                     format!("Created pod: {name}"),
                 ));
         }
-        for w in revisions(ds, template, hash, req)? {
+        // Pods are labelled with their template's hash, as upstream's.
+        let live: HashSet<&str> = req
+            .owned_of("v1", "Pod")
+            .filter_map(|p| p.label(HASH_LABEL))
+            .collect();
+        let limit = ds.get_i64("spec.revisionHistoryLimit").unwrap_or(10).max(0) as usize;
+        let history = revision::history(
+            ds,
+            template,
+            hash,
+            req.owned_of("apps/v1", "ControllerRevision"),
+            |r| r.label(HASH_LABEL).is_some_and(|h| live.contains(h)),
+            limit,
+        )?;
+        for w in history.writes {
             out = out.write(w);
         }
 
@@ -389,70 +403,6 @@ impl<'a> Plan<'a> {
         }
         Ok(out)
     }
-}
-
-/// The ControllerRevision writes: the current template's (numbered after
-/// the newest, renumbered when an old template comes back), and deletes of
-/// old ones past `revisionHistoryLimit` that no pod runs.
-fn revisions(
-    ds: &Object,
-    template: &Value,
-    hash: &str,
-    req: &Request,
-) -> Result<Vec<windlass_sdk::Write>, Error> {
-    let name = format!("{}-{hash}", ds.name().chars().take(200).collect::<String>());
-    let mut history: Vec<(i64, &Object)> = req
-        .owned_of("apps/v1", "ControllerRevision")
-        .map(|r| (r.get_i64("revision").unwrap_or(0), r))
-        .collect();
-    history.sort_by_key(|(n, _)| *n);
-    let newest = history.last().map_or(0, |(n, _)| *n);
-    let current = history.iter().find(|(_, r)| r.name() == name);
-    let mut writes = Vec::new();
-    let revision = match current {
-        Some((n, _)) if *n == newest => *n,
-        _ => newest + 1,
-    };
-    if current.is_none_or(|(n, _)| *n != revision) {
-        let mut labels = template["metadata"]["labels"].clone();
-        if !labels.is_object() {
-            labels = json!({});
-        }
-        labels[HASH_LABEL] = json!(hash);
-        let mut data = template.clone();
-        data["$patch"] = json!("replace");
-        writes.push(windlass_sdk::Write::Apply(Object::from_value(json!({
-            "apiVersion": "apps/v1",
-            "kind": "ControllerRevision",
-            "metadata": {
-                "name": name,
-                "namespace": ds.namespace().unwrap_or("default"),
-                "labels": labels,
-            },
-            "data": {"spec": {"template": data}},
-            "revision": revision,
-        }))?));
-    }
-    let limit = ds.get_i64("spec.revisionHistoryLimit").unwrap_or(10).max(0) as usize;
-    let live_hashes: HashSet<&str> = req
-        .owned_of("v1", "Pod")
-        .filter_map(|p| p.label(HASH_LABEL))
-        .collect();
-    let old: Vec<&Object> = history
-        .iter()
-        .map(|(_, r)| *r)
-        .filter(|r| r.name() != name)
-        .filter(|r| !r.label(HASH_LABEL).is_some_and(|h| live_hashes.contains(h)))
-        .collect();
-    if old.len() > limit {
-        for r in &old[..old.len() - limit] {
-            writes.push(windlass_sdk::Write::Delete {
-                target: r.object_ref(),
-                options: Default::default(),
-            });
-        }
-    }
-    Ok(writes)
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! A DaemonSet's pods: what each one is (its node, its template's hash,
-//! whether it is available), new pods from the template, and the hash
-//! that tells the current template from an old one.
+//! whether it is available), and new pods from the template.
 
 use std::time::Duration;
 
@@ -9,14 +8,13 @@ use windlass_sdk::{Error, Object, ObjectRef, Time};
 
 use crate::nodes;
 
-/// The label holding the hash of the template a pod was made from.
-pub(crate) const HASH_LABEL: &str = "controller-revision-hash";
+pub(crate) use windlass_sdk::revision::HASH_LABEL;
 
 /// One daemon pod, as the controller weighs it.
 #[derive(Debug, Clone)]
 pub(crate) struct DaemonPod {
     pub name: String,
-    pub namespace: Option<String>,
+    pub namespace: String,
     /// The node it runs on, or is pinned to.
     pub node: Option<String>,
     pub deleting: bool,
@@ -52,7 +50,7 @@ impl DaemonPod {
         let available_at = ready_since.map(|t| t + min_ready).filter(|_| ready);
         DaemonPod {
             name: o.name().to_owned(),
-            namespace: o.namespace().map(str::to_owned),
+            namespace: o.namespace().unwrap_or("default").to_owned(),
             node: nodes::target_of(o),
             deleting,
             failed,
@@ -65,63 +63,7 @@ impl DaemonPod {
     }
 
     pub(crate) fn object_ref(&self) -> ObjectRef {
-        ObjectRef {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
-        }
-    }
-}
-
-/// The hash of a template: FNV-32a over its canonical JSON (keys sorted),
-/// written with upstream's `SafeEncodeString` alphabet.
-pub(crate) fn hash(template: &Value) -> String {
-    let mut text = String::new();
-    canonical(template, &mut text);
-    let mut h: u32 = 0x811c_9dc5;
-    for b in text.bytes() {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    encode(&h.to_string())
-}
-
-/// Upstream's `rand.SafeEncodeString`.
-fn encode(s: &str) -> String {
-    const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    s.bytes()
-        .map(|b| ALPHANUMS[usize::from(b) % ALPHANUMS.len()] as char)
-        .collect()
-}
-
-fn canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                canonical(&m[k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(x, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
+        ObjectRef::new("v1", "Pod", &self.namespace, &self.name)
     }
 }
 
