@@ -4,13 +4,13 @@
 //! `examples/nodes.yaml` (three zones; `node-c1` has an hdd; `node-gpu1`
 //! is tainted `dedicated=gpu:NoSchedule`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::Value;
 use windlass_tests::{Cluster, Proxy, Server};
 
-const PLUGINS: [&str; 7] = [
+const PLUGINS: [&str; 8] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -18,6 +18,7 @@ const PLUGINS: [&str; 7] = [
     "endpoints",
     "job",
     "daemonset",
+    "statefulset",
 ];
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -59,6 +60,14 @@ fn node_of(pod: &Value) -> String {
         .as_str()
         .unwrap_or_default()
         .to_owned()
+}
+
+/// Waits until the garbage collector has removed every pod.
+fn all_pods_collected(c: &Cluster) {
+    c.eventually("every pod is collected", WAIT, || {
+        let left = c.items(&["pods"]).len();
+        (left == 0).then_some(()).ok_or(format!("{left} pods left"))
+    });
 }
 
 fn pods(c: &Cluster, ns: &str, selector: &str) -> Vec<Value> {
@@ -398,10 +407,7 @@ spec:
 
     // Deleting the owners collects everything they owned.
     c.ok(&["delete", "rs", "exiter", "stayer", "--wait=false"], None);
-    c.eventually("every pod is collected", WAIT, || {
-        let left = c.items(&["pods"]).len();
-        (left == 0).then_some(()).ok_or(format!("{left} pods left"))
-    });
+    all_pods_collected(&c);
     c.stop();
 }
 
@@ -551,10 +557,7 @@ spec:
         ],
         None,
     );
-    c.eventually("every job's pod is collected", WAIT, || {
-        let left = c.items(&["pods"]).len();
-        (left == 0).then_some(()).ok_or(format!("{left} pods left"))
-    });
+    all_pods_collected(&c);
     c.stop();
 }
 
@@ -641,10 +644,123 @@ metadata:
     });
 
     c.ok(&["delete", "ds", "agent", "--wait=false"], None);
-    c.eventually("every daemon pod is collected", WAIT, || {
-        let left = c.items(&["pods"]).len();
-        (left == 0).then_some(()).ok_or(format!("{left} pods left"))
+    all_pods_collected(&c);
+    c.stop();
+}
+
+/// A StatefulSet through kubectl: pods `web-0`, `web-1`, `web-2` made in
+/// order with their claims; `rollout status` waits for them; a new image
+/// rolls from the highest ordinal down; `rollout undo` goes back; scaling
+/// down removes the highest first; deleting the set collects its pods and
+/// keeps its claims.
+#[test]
+fn a_statefulset_makes_ordered_pods_and_rolls_out() {
+    let c = cluster();
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: v1
+kind: Service
+metadata: {name: nginx}
+spec:
+  clusterIP: None
+  selector: {app: nginx}
+  ports: [{port: 80}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  serviceName: nginx
+  replicas: 3
+  selector: {matchLabels: {app: nginx}}
+  template:
+    metadata: {labels: {app: nginx}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: nginx
+        image: "nginx:1"
+        volumeMounts: [{name: www, mountPath: /usr/share/nginx/html}]
+  volumeClaimTemplates:
+  - metadata: {name: www}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}
+"#,
+        ),
+    );
+    c.ok(&["rollout", "status", "sts/web", "--timeout=90s"], None);
+    let images = |c: &Cluster| -> BTreeMap<String, String> {
+        running(&pods(c, "default", "app=nginx"))
+            .iter()
+            .map(|p| {
+                (
+                    p["metadata"]["name"].as_str().unwrap().to_owned(),
+                    p["spec"]["containers"][0]["image"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned(),
+                )
+            })
+            .collect()
+    };
+    let all = |image: &str, n: usize| -> BTreeMap<String, String> {
+        (0..n)
+            .map(|i| (format!("web-{i}"), image.to_owned()))
+            .collect()
+    };
+    assert_eq!(images(&c), all("nginx:1", 3));
+    let web0 = c.json(&["pod", "web-0"]);
+    assert_eq!(web0["spec"]["hostname"], "web-0", "{web0}");
+    assert_eq!(web0["spec"]["subdomain"], "nginx", "{web0}");
+    let claims: BTreeSet<String> = c
+        .items(&["pvc"])
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        claims,
+        ["www-web-0", "www-web-1", "www-web-2"]
+            .map(String::from)
+            .into()
+    );
+    // In order: web-1 was created after web-0 was ready.
+    let created = |name: &str| c.json(&["pod", name])["metadata"]["creationTimestamp"].clone();
+    assert!(created("web-0").as_str() <= created("web-1").as_str());
+
+    c.ok(&["set", "image", "sts/web", "nginx=nginx:2"], None);
+    c.ok(&["rollout", "status", "sts/web", "--timeout=90s"], None);
+    c.eventually("every pod at nginx:2", WAIT, || {
+        let now = images(&c);
+        (now == all("nginx:2", 3))
+            .then_some(())
+            .ok_or(format!("{now:?}"))
     });
+    let history = c.ok(&["rollout", "history", "sts/web"], None);
+    assert!(history.contains('1') && history.contains('2'), "{history}");
+    c.ok(&["rollout", "undo", "sts/web"], None);
+    c.ok(&["rollout", "status", "sts/web", "--timeout=90s"], None);
+    c.eventually("back to nginx:1", WAIT, || {
+        let now = images(&c);
+        (now == all("nginx:1", 3))
+            .then_some(())
+            .ok_or(format!("{now:?}"))
+    });
+
+    c.ok(&["scale", "sts/web", "--replicas=1"], None);
+    c.eventually("only web-0 left", WAIT, || {
+        let left: Vec<String> = pods(&c, "default", "app=nginx")
+            .iter()
+            .map(|p| p["metadata"]["name"].as_str().unwrap().to_owned())
+            .collect();
+        (left == ["web-0"]).then_some(()).ok_or(format!("{left:?}"))
+    });
+
+    c.ok(&["delete", "sts", "web", "--wait=false"], None);
+    all_pods_collected(&c);
+    assert_eq!(c.items(&["pvc"]).len(), 3, "the claims outlive the set");
     c.stop();
 }
 

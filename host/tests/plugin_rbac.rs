@@ -16,7 +16,7 @@ use serde_json::Value;
 use windlass_tests::authz::{self, Attributes, Role};
 use windlass_tests::{Cluster, Recorder, Server, kubectl, kubectl_ok};
 
-const PLUGINS: [&str; 8] = [
+const PLUGINS: [&str; 9] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -25,6 +25,7 @@ const PLUGINS: [&str; 8] = [
     "endpoints",
     "job",
     "daemonset",
+    "statefulset",
 ];
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -140,6 +141,22 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "apps" daemonsets get,list,watch"#,
             r#"* "apps" daemonsets/finalizers update"#,
             r#"* "apps" daemonsets/status update,patch"#,
+        ],
+        // reconciles apps/v1 StatefulSet, owns v1 Pod and apps/v1
+        // ControllerRevision, writes v1 PersistentVolumeClaim
+        "statefulset" => vec![
+            r#"* "" events create,patch"#,
+            r#"* "" persistentvolumeclaims create,update,patch,delete"#,
+            r#"* "" persistentvolumeclaims/status update,patch"#,
+            r#"* "" pods create,update,patch,delete"#,
+            r#"* "" pods get,list,watch"#,
+            r#"* "" pods/status update,patch"#,
+            r#"* "apps" controllerrevisions create,update,patch,delete"#,
+            r#"* "apps" controllerrevisions get,list,watch"#,
+            r#"* "apps" statefulsets create,update,patch,delete"#,
+            r#"* "apps" statefulsets get,list,watch"#,
+            r#"* "apps" statefulsets/finalizers update"#,
+            r#"* "apps" statefulsets/status update,patch"#,
         ],
         other => panic!("no expectations for {other}"),
     }
@@ -402,6 +419,42 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
     .await;
     k(&["-n", "shop", "delete", "ds", "agent", "--wait=false"]);
     eventually("the daemon pods are gone", &hosts, || {
+        let n = pods(&k).len();
+        (n == 0).then_some(()).ok_or(format!("{n} pods"))
+    })
+    .await;
+    // A StatefulSet makes its pods in order, with their claims.
+    kubectl_ok(
+        &direct,
+        &["-n", "shop", "apply", "-f", "-"],
+        Some(
+            "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  \
+             replicas: 2\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  \
+             template:\n    metadata: {labels: {app: db}}\n    \
+             spec: {containers: [{name: db, image: db, \
+             volumeMounts: [{name: data, mountPath: /data}]}]}\n  \
+             volumeClaimTemplates: [{metadata: {name: data}, spec: {accessModes: \
+             [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]\n",
+        ),
+    );
+    eventually("db-0 and db-1 Running", &hosts, || {
+        let running: Vec<String> = pods(&k)
+            .iter()
+            .filter(|p| p["status"]["phase"] == "Running")
+            .map(|p| {
+                p["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect();
+        (running == ["db-0", "db-1"])
+            .then_some(())
+            .ok_or(format!("{running:?}"))
+    })
+    .await;
+    k(&["-n", "shop", "delete", "sts", "db", "--wait=false"]);
+    eventually("the set's pods are gone", &hosts, || {
         let n = pods(&k).len();
         (n == 0).then_some(()).ok_or(format!("{n} pods"))
     })

@@ -22,7 +22,7 @@ pub(crate) enum Phase {
 #[derive(Debug, Clone)]
 pub(crate) struct Pod {
     pub name: String,
-    pub namespace: Option<String>,
+    pub namespace: String,
     pub phase: Phase,
     pub ready: bool,
     /// Container restarts (init containers included).
@@ -66,7 +66,7 @@ impl Pod {
         }
         Pod {
             name: o.name().to_owned(),
-            namespace: o.namespace().map(str::to_owned),
+            namespace: o.namespace().unwrap_or("default").to_owned(),
             phase,
             ready: ready && phase == Phase::Active,
             restarts,
@@ -80,12 +80,7 @@ impl Pod {
     }
 
     pub(crate) fn object_ref(&self) -> ObjectRef {
-        ObjectRef {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
-        }
+        ObjectRef::new("v1", "Pod", &self.namespace, &self.name)
     }
 }
 
