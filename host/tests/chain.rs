@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 use windlass_tests::{Cluster, Proxy, Server};
 
-const PLUGINS: [&str; 8] = [
+const PLUGINS: [&str; 9] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -19,6 +19,7 @@ const PLUGINS: [&str; 8] = [
     "job",
     "daemonset",
     "statefulset",
+    "cronjob",
 ];
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -414,10 +415,26 @@ spec:
 /// Jobs through kubectl: `kubectl create job` runs to `Complete` (the API
 /// server gives it its selector, the kubelet completes its pod); an
 /// Indexed Job runs each index once; a Job whose pods fail goes past its
-/// `backoffLimit` to `Failed`; deleting a Job collects its pods.
+/// `backoffLimit` to `Failed`; a CronJob makes a Job at the top of the
+/// minute, which completes; deleting them collects their pods.
 #[test]
 fn jobs_run_to_completion_or_fail_past_their_limit() {
     let c = cluster();
+    // A CronJob's first Job comes at the next minute: made first, checked
+    // last, so the wait overlaps the rest.
+    c.ok(
+        &[
+            "create",
+            "cronjob",
+            "tick",
+            "--image=busybox",
+            "--schedule=*/1 * * * *",
+            "--",
+            "echo",
+            "tick",
+        ],
+        None,
+    );
     c.ok(
         &[
             "create",
@@ -544,6 +561,38 @@ spec:
         .unwrap();
     assert_eq!(failed["reason"], "BackoffLimitExceeded", "{failing}");
     assert_eq!(failing["status"]["failed"], 1, "{failing}");
+
+    // The CronJob's Job ran to completion at the top of a minute.
+    c.eventually(
+        "the CronJob's first Job completes",
+        Duration::from_secs(100),
+        || {
+            let cj = c.json(&["cronjob", "tick"]);
+            cj["status"]["lastSuccessfulTime"]
+                .is_string()
+                .then_some(())
+                .ok_or(format!("{}", cj["status"]))
+        },
+    );
+    let cj = c.json(&["cronjob", "tick"]);
+    let scheduled = cj["status"]["lastScheduleTime"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(scheduled.ends_with(":00Z"), "{cj}");
+    let all_jobs = c.items(&["jobs"]);
+    let owned: Vec<&Value> = all_jobs
+        .iter()
+        .filter(|j| j["metadata"]["ownerReferences"][0]["name"] == "tick")
+        .collect();
+    assert!(!owned.is_empty(), "{all_jobs:?}");
+    assert_eq!(
+        owned[0]["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"],
+        scheduled.as_str(),
+        "{:?}",
+        owned[0]
+    );
+    c.ok(&["delete", "cronjob", "tick", "--wait=false"], None);
 
     // Deleting the Jobs collects their pods.
     c.ok(

@@ -16,7 +16,7 @@ use serde_json::Value;
 use windlass_tests::authz::{self, Attributes, Role};
 use windlass_tests::{Cluster, Recorder, Server, kubectl, kubectl_ok};
 
-const PLUGINS: [&str; 9] = [
+const PLUGINS: [&str; 10] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -26,6 +26,7 @@ const PLUGINS: [&str; 9] = [
     "job",
     "daemonset",
     "statefulset",
+    "cronjob",
 ];
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -158,6 +159,17 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "apps" statefulsets/finalizers update"#,
             r#"* "apps" statefulsets/status update,patch"#,
         ],
+        // reconciles batch/v1 CronJob, owns batch/v1 Job
+        "cronjob" => vec![
+            r#"* "" events create,patch"#,
+            r#"* "batch" cronjobs create,update,patch,delete"#,
+            r#"* "batch" cronjobs get,list,watch"#,
+            r#"* "batch" cronjobs/finalizers update"#,
+            r#"* "batch" cronjobs/status update,patch"#,
+            r#"* "batch" jobs create,update,patch,delete"#,
+            r#"* "batch" jobs get,list,watch"#,
+            r#"* "batch" jobs/status update,patch"#,
+        ],
         other => panic!("no expectations for {other}"),
     }
 }
@@ -279,6 +291,20 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
     };
     k(&["apply", "-f", &example("nodes.yaml")]);
     k(&["apply", "-f", &example("namespace.yaml")]);
+    // A CronJob's first Job comes at the next minute: made now (in
+    // `default`, away from the pods counted in `shop`), checked at the end.
+    k(&[
+        "-n",
+        "default",
+        "create",
+        "cronjob",
+        "tick",
+        "--image=busybox",
+        "--schedule=*/1 * * * *",
+        "--",
+        "echo",
+        "tick",
+    ]);
     // A quota the resourcequota plugin keeps the usage of (roomy enough
     // for the rollout's surge).
     k(&["-n", "shop", "create", "quota", "shop", "--hard=pods=20"]);
@@ -456,6 +482,25 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
     k(&["-n", "shop", "delete", "sts", "db", "--wait=false"]);
     eventually("the set's pods are gone", &hosts, || {
         let n = pods(&k).len();
+        (n == 0).then_some(()).ok_or(format!("{n} pods"))
+    })
+    .await;
+    eventually("the CronJob's Job completes", &hosts, || {
+        let cj: Value = serde_json::from_str(&k(&[
+            "-n", "default", "get", "cronjob", "tick", "-o", "json",
+        ]))
+        .unwrap();
+        cj["status"]["lastSuccessfulTime"]
+            .is_string()
+            .then_some(())
+            .ok_or(format!("{}", cj["status"]))
+    })
+    .await;
+    k(&["-n", "default", "delete", "cronjob", "tick", "--wait=false"]);
+    eventually("the CronJob's pods are gone", &hosts, || {
+        let list: Value =
+            serde_json::from_str(&k(&["get", "pods", "-n", "default", "-o", "json"])).unwrap();
+        let n = list["items"].as_array().map_or(0, Vec::len);
         (n == 0).then_some(()).ok_or(format!("{n} pods"))
     })
     .await;
