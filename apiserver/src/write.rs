@@ -304,6 +304,11 @@ fn prepare_create(req: &Req<'_>, review: &Review, obj: &mut Value) {
                 obj["status"] = json!({"phase": "Pending", "qosClass": qos});
             }
             ("", "namespaces") => obj["status"] = json!({"phase": "Active"}),
+            // As the API server's defaulting reads them back: a claim or a
+            // volume nothing has bound yet is Pending.
+            ("", "persistentvolumeclaims" | "persistentvolumes") => {
+                obj["status"] = json!({"phase": "Pending"})
+            }
             ("", "nodes") => {}
             _ => {
                 if let Some(m) = obj.as_object_mut() {

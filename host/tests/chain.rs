@@ -775,6 +775,12 @@ spec:
             .map(String::from)
             .into()
     );
+    // Nothing provisions volumes here: the claims stay Pending.
+    assert!(
+        c.items(&["pvc"])
+            .iter()
+            .all(|p| p["status"]["phase"] == "Pending")
+    );
     // In order: web-1 was created after web-0 was ready.
     let created = |name: &str| c.json(&["pod", name])["metadata"]["creationTimestamp"].clone();
     assert!(created("web-0").as_str() <= created("web-1").as_str());
