@@ -17,9 +17,9 @@
 //! - `suspend` makes no Job;
 //! - finished Jobs beyond `successfulJobsHistoryLimit` and
 //!   `failedJobsHistoryLimit` are deleted, oldest first;
-//! - status: `active` (the running Jobs), `lastScheduleTime`,
-//!   `lastSuccessfulTime`; the outcome asks to be called again at the next
-//!   scheduled time.
+//! - status: `active` (the running Jobs; one that finishes gets
+//!   `SawCompletedJob`), `lastScheduleTime`, `lastSuccessfulTime`; the
+//!   outcome asks to be called again at the next scheduled time.
 //!
 //! Schedules are UTC (`schedule.rs`); a `timeZone` other than UTC is
 //! refused with a clear error, as there is no time zone database in the
@@ -133,6 +133,23 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
             && last_success.is_none_or(|l| at > l)
         {
             last_success = Some(at);
+        }
+    }
+    // Jobs the status still lists as active that have finished: upstream
+    // says so once, as it drops them from the list.
+    let listed: Vec<&str> = cj
+        .get("status.active")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|r| r["name"].as_str()).collect())
+        .unwrap_or_default();
+    for c in &children {
+        if let Some(how) = c.finished
+            && listed.contains(&c.object.name())
+        {
+            events.push(Event::normal(
+                "SawCompletedJob",
+                format!("Saw completed job: {}, status: {how}", c.object.name()),
+            ));
         }
     }
     let mut active: Vec<&Child> = children

@@ -116,7 +116,12 @@ fn a_job_at_each_scheduled_time() {
     assert_eq!(status(&h)["active"][0]["name"], job_name(1));
     // It completes: lastSuccessfulTime, and no longer active.
     finish(&mut h, &job_name(1), "Complete", 80);
-    step(&mut h, 90);
+    let out = step(&mut h, 90);
+    assert!(events(&out).contains(&format!(
+        "SawCompletedJob: Saw completed job: {}, status: Complete",
+        job_name(1)
+    )));
+    assert!(!events(&step(&mut h, 95)).iter().any(|e| e.starts_with("SawCompletedJob")));
     let s = status(&h);
     assert!(s.get("active").is_none(), "{s}");
     assert_eq!(s["lastSuccessfulTime"], json!(t(80).to_rfc3339()));
