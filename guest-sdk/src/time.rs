@@ -115,6 +115,24 @@ impl Time {
         )
     }
 
+    /// The UTC calendar date: year, month (1-12), day (1-31).
+    pub fn date(self) -> (i64, u32, u32) {
+        let (y, m, d) = civil_from_days(self.0.div_euclid(86_400_000));
+        (y, m as u32, d as u32)
+    }
+
+    /// Midnight UTC of a calendar date (`month` 1-12, `day` 1-31).
+    ///
+    /// ```
+    /// use windlass_sdk::Time;
+    /// let t = Time::from_date(2028, 2, 29);
+    /// assert_eq!(t.to_rfc3339(), "2028-02-29T00:00:00Z");
+    /// assert_eq!(t.date(), (2028, 2, 29));
+    /// ```
+    pub fn from_date(year: i64, month: u32, day: u32) -> Time {
+        Time(days_from_civil(year, i64::from(month), i64::from(day)) * 86_400_000)
+    }
+
     /// How long after `earlier` this is; zero if it is not after it.
     pub fn since(self, earlier: Time) -> Duration {
         Duration::from_millis(self.0.saturating_sub(earlier.0).max(0) as u64)

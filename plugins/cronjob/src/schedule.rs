@@ -184,36 +184,21 @@ impl Civil {
     fn of(minute: i64) -> Self {
         let days = minute.div_euclid(1440);
         let in_day = minute.rem_euclid(1440);
-        // Howard Hinnant's civil_from_days.
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-        let year = yoe + era * 400 + i64::from(month <= 2);
+        let (year, month, day) = Time::from_millis(minute * 60_000).date();
         Civil {
             year,
             month,
             day,
             hour: (in_day / 60) as u32,
             minute: (in_day % 60) as u32,
+            // 1970-01-01 was a Thursday.
             weekday: (days + 4).rem_euclid(7) as u32,
         }
     }
 
     /// The first minute of `year`-`month`-`day`.
     fn minute_of(year: i64, month: u32, day: u32) -> i64 {
-        // Howard Hinnant's days_from_civil.
-        let y = if month <= 2 { year - 1 } else { year };
-        let era = y.div_euclid(400);
-        let yoe = y.rem_euclid(400);
-        let m = i64::from(month);
-        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        (era * 146_097 + doe - 719_468) * 1440
+        Time::from_date(year, month, day).millis() / 60_000
     }
 }
 

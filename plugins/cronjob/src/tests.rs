@@ -121,7 +121,11 @@ fn a_job_at_each_scheduled_time() {
         "SawCompletedJob: Saw completed job: {}, status: Complete",
         job_name(1)
     )));
-    assert!(!events(&step(&mut h, 95)).iter().any(|e| e.starts_with("SawCompletedJob")));
+    assert!(
+        !events(&step(&mut h, 95))
+            .iter()
+            .any(|e| e.starts_with("SawCompletedJob"))
+    );
     let s = status(&h);
     assert!(s.get("active").is_none(), "{s}");
     assert_eq!(s["lastSuccessfulTime"], json!(t(80).to_rfc3339()));

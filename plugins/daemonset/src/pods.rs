@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use windlass_sdk::{Error, Object, ObjectRef, Time};
+use windlass_sdk::{Error, Object, ObjectRef, Time, template};
 
 use crate::nodes;
 
@@ -105,29 +105,11 @@ pub(crate) fn new_pod(
     node: &str,
     hash: &str,
 ) -> Result<Object, Error> {
-    let meta = &template["metadata"];
-    let mut labels = meta["labels"].clone();
-    if !labels.is_object() {
-        labels = json!({});
-    }
+    let mut pod = template::pod(template, ds.namespace().unwrap_or("default"), name);
+    let labels = &mut pod["metadata"]["labels"];
     labels[HASH_LABEL] = json!(hash);
     labels["pod-template-generation"] = json!(ds.generation().unwrap_or(1).to_string());
-    let mut spec = spec.clone();
-    nodes::pin_to_node(&mut spec, node);
-    let mut metadata = json!({
-        "name": name,
-        "namespace": ds.namespace().unwrap_or("default"),
-        "labels": labels,
-    });
-    for key in ["annotations", "finalizers"] {
-        if !meta[key].is_null() {
-            metadata[key] = meta[key].clone();
-        }
-    }
-    Object::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata,
-        "spec": spec,
-    }))
+    pod["spec"] = spec.clone();
+    nodes::pin_to_node(&mut pod["spec"], node);
+    Object::from_value(pod)
 }

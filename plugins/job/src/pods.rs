@@ -2,7 +2,7 @@
 //! from the template.
 
 use serde_json::{Value, json};
-use windlass_sdk::{Error, Object, ObjectRef, Time};
+use windlass_sdk::{Error, Object, ObjectRef, Time, template};
 
 /// The annotation (and label) of an Indexed Job's pod that holds its index.
 pub(crate) const INDEX: &str = "batch.kubernetes.io/job-completion-index";
@@ -117,17 +117,15 @@ pub(crate) fn new_pod(job: &Object, name: &str, index: Option<u32>) -> Result<Ob
         .get("spec.template")
         .filter(|t| t.is_object())
         .ok_or_else(|| Error::permanent("spec.template is required"))?;
-    let meta = &template["metadata"];
-    let mut spec = template["spec"].clone();
-    let mut labels = meta["labels"].clone();
-    let mut annotations = meta["annotations"].clone();
+    let mut pod = template::pod(template, job.namespace().unwrap_or("default"), name);
     if let Some(i) = index {
-        for map in [&mut labels, &mut annotations] {
-            if !map.is_object() {
-                *map = json!({});
-            }
-            map[INDEX] = json!(i.to_string());
+        pod["metadata"]["labels"][INDEX] = json!(i.to_string());
+        let annotations = &mut pod["metadata"]["annotations"];
+        if !annotations.is_object() {
+            *annotations = json!({});
         }
+        annotations[INDEX] = json!(i.to_string());
+        let spec = &mut pod["spec"];
         if spec["hostname"].as_str().is_none_or(str::is_empty) {
             spec["hostname"] = json!(format!("{}-{i}", job.name()));
         }
@@ -151,23 +149,5 @@ pub(crate) fn new_pod(job: &Object, name: &str, index: Option<u32>) -> Result<Ob
             }
         }
     }
-    let mut metadata = json!({
-        "name": name,
-        "namespace": job.namespace().unwrap_or("default"),
-    });
-    for (key, value) in [
-        ("labels", labels),
-        ("annotations", annotations),
-        ("finalizers", meta["finalizers"].clone()),
-    ] {
-        if !value.is_null() {
-            metadata[key] = value;
-        }
-    }
-    Object::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata,
-        "spec": spec,
-    }))
+    Object::from_value(pod)
 }

@@ -2,7 +2,7 @@
 //! their stable identity and claims) from a template.
 
 use serde_json::{Value, json};
-use windlass_sdk::{Error, Object, ObjectRef, Time};
+use windlass_sdk::{Error, Object, ObjectRef, Time, template};
 
 use crate::HASH_LABEL;
 
@@ -91,15 +91,12 @@ pub(crate) fn new_pod(
 ) -> Result<Object, Error> {
     let set_name = set.name();
     let name = format!("{set_name}-{ordinal}");
-    let meta = &template["metadata"];
-    let mut labels = meta["labels"].clone();
-    if !labels.is_object() {
-        labels = json!({});
-    }
+    let mut pod = template::pod(template, set.namespace().unwrap_or("default"), &name);
+    let labels = &mut pod["metadata"]["labels"];
     labels[HASH_LABEL] = json!(revision);
     labels["statefulset.kubernetes.io/pod-name"] = json!(name);
     labels["apps.kubernetes.io/pod-index"] = json!(ordinal.to_string());
-    let mut spec = template["spec"].clone();
+    let spec = &mut pod["spec"];
     spec["hostname"] = json!(name);
     if let Some(service) = set.get_str("spec.serviceName").filter(|s| !s.is_empty()) {
         spec["subdomain"] = json!(service);
@@ -118,22 +115,7 @@ pub(crate) fn new_pod(
             volumes.push(volume);
         }
     }
-    let mut metadata = json!({
-        "name": name,
-        "namespace": set.namespace().unwrap_or("default"),
-        "labels": labels,
-    });
-    for key in ["annotations", "finalizers"] {
-        if !meta[key].is_null() {
-            metadata[key] = meta[key].clone();
-        }
-    }
-    Object::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata,
-        "spec": spec,
-    }))
+    Object::from_value(pod)
 }
 
 /// The set's `volumeClaimTemplates`.
