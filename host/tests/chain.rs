@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 use windlass_tests::{Cluster, Proxy, Server};
 
-const PLUGINS: [&str; 9] = [
+const PLUGINS: [&str; 10] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -20,6 +20,7 @@ const PLUGINS: [&str; 9] = [
     "daemonset",
     "statefulset",
     "cronjob",
+    "disruption",
 ];
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -816,6 +817,88 @@ spec:
     c.ok(&["delete", "sts", "web", "--wait=false"], None);
     all_pods_collected(&c);
     assert_eq!(c.items(&["pvc"]).len(), 3, "the claims outlive the set");
+    c.stop();
+}
+
+/// `kubectl drain` under a PodDisruptionBudget: the disruption plugin
+/// keeps the budget's status, so a drain the budget forbids waits (and
+/// times out), and once the budget allows one disruption the drain evicts
+/// the node's pod, whose replacement runs elsewhere.
+#[test]
+fn kubectl_drain_honours_a_disruption_budget() {
+    let c = cluster();
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers: [{name: web, image: nginx}]
+"#,
+        ),
+    );
+    c.eventually("3 pods Running", WAIT, || {
+        let live = running(&pods(&c, "default", "app=web")).len();
+        (live == 3).then_some(()).ok_or(format!("{live} running"))
+    });
+    c.ok(
+        &[
+            "create",
+            "pdb",
+            "web",
+            "--selector=app=web",
+            "--min-available=3",
+        ],
+        None,
+    );
+    let allowed = |want: i64| {
+        c.eventually(&format!("{want} disruption(s) allowed"), WAIT, || {
+            let s = c.json(&["pdb", "web"])["status"].clone();
+            (s["disruptionsAllowed"] == want && s["currentHealthy"] == 3)
+                .then_some(())
+                .ok_or(format!("{s}"))
+        });
+    };
+    allowed(0);
+    let node = node_of(&pods(&c, "default", "app=web")[0]);
+    let refused = c.kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=4s"]);
+    let said = String::from_utf8_lossy(&refused.stderr).to_string()
+        + &String::from_utf8_lossy(&refused.stdout);
+    assert!(!refused.status.success(), "{said}");
+    assert!(said.contains("disruption budget"), "{said}");
+
+    c.ok(
+        &[
+            "patch",
+            "pdb",
+            "web",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"minAvailable":2}}"#,
+        ],
+        None,
+    );
+    allowed(1);
+    c.ok(
+        &["drain", &node, "--ignore-daemonsets", "--timeout=60s"],
+        None,
+    );
+    c.eventually("3 pods Running, none on the drained node", WAIT, || {
+        let all = pods(&c, "default", "app=web");
+        let live = running(&all);
+        let on_node = live.iter().filter(|p| node_of(p) == node).count();
+        (live.len() == 3 && on_node == 0)
+            .then_some(())
+            .ok_or(format!("{} running, {on_node} on {node}", live.len()))
+    });
     c.stop();
 }
 

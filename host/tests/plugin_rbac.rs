@@ -16,7 +16,7 @@ use serde_json::Value;
 use windlass_tests::authz::{self, Attributes, Role};
 use windlass_tests::{Cluster, Recorder, Server, kubectl, kubectl_ok};
 
-const PLUGINS: [&str; 10] = [
+const PLUGINS: [&str; 11] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -27,6 +27,7 @@ const PLUGINS: [&str; 10] = [
     "daemonset",
     "statefulset",
     "cronjob",
+    "disruption",
 ];
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -169,6 +170,19 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "batch" jobs create,update,patch,delete"#,
             r#"* "batch" jobs get,list,watch"#,
             r#"* "batch" jobs/status update,patch"#,
+        ],
+        // reconciles policy/v1 PodDisruptionBudget, reads v1 Pod and the
+        // controllers whose replicas a percentage is of
+        "disruption" => vec![
+            r#"* "" events create,patch"#,
+            r#"* "" pods get,list,watch"#,
+            r#"* "" replicationcontrollers get,list,watch"#,
+            r#"* "apps" deployments get,list,watch"#,
+            r#"* "apps" replicasets get,list,watch"#,
+            r#"* "apps" statefulsets get,list,watch"#,
+            r#"* "policy" poddisruptionbudgets create,update,patch,delete"#,
+            r#"* "policy" poddisruptionbudgets get,list,watch"#,
+            r#"* "policy" poddisruptionbudgets/status update,patch"#,
         ],
         other => panic!("no expectations for {other}"),
     }
@@ -328,6 +342,24 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
         (running == 3 && all.len() == 3)
             .then_some(())
             .ok_or(format!("{running} running of {}", all.len()))
+    })
+    .await;
+    // A disruption budget over them: the disruption plugin keeps its status.
+    k(&[
+        "-n",
+        "shop",
+        "create",
+        "pdb",
+        "web",
+        "--selector=app=web",
+        "--min-available=2",
+    ]);
+    eventually("the budget allows one disruption", &hosts, || {
+        let pdb: Value =
+            serde_json::from_str(&k(&["-n", "shop", "get", "pdb", "web", "-o", "json"])).unwrap();
+        (pdb["status"]["disruptionsAllowed"] == 1)
+            .then_some(())
+            .ok_or(format!("{}", pdb["status"]))
     })
     .await;
     // Exposed: the endpoints plugin lists the three pods.
