@@ -249,21 +249,7 @@ pub(crate) fn kind_errors(
     match (group, plural) {
         ("", "services") => errs.extend(service::errors(obj)),
         ("apps", "deployments" | "replicasets") => {
-            let sel = &obj["spec"]["selector"];
-            if !sel.is_object() {
-                errs.push(("spec.selector".into(), "Required value".into()));
-            } else if let Some(ml) = sel["matchLabels"].as_object() {
-                let labels = &obj["spec"]["template"]["metadata"]["labels"];
-                if ml.iter().any(|(k, v)| labels.get(k) != Some(v)) {
-                    errs.push((
-                        "spec.template.metadata.labels".into(),
-                        format!(
-                            "Invalid value: {}: `selector` does not match template `labels`",
-                            labels
-                        ),
-                    ));
-                }
-            }
+            selector_errors(&obj["spec"], &mut errs);
             if let Some(r) = obj["spec"].get("replicas")
                 && r.as_i64().is_none_or(|n| n < 0)
             {
@@ -290,12 +276,9 @@ pub(crate) fn kind_errors(
     errs
 }
 
-/// A Job's own rules, in kube's words: a selector its template's labels
-/// match (the server generates both unless `spec.manualSelector`), a
-/// restart policy of `OnFailure` or `Never`, a known completion mode
-/// (`Indexed` with `completions`), counts that are not negative.
-fn job_errors(obj: &Value, errs: &mut Vec<(String, String)>) {
-    let spec = &obj["spec"];
+/// A workload's selector, in kube's words: required, and its
+/// `matchLabels` matching the template's labels.
+fn selector_errors(spec: &Value, errs: &mut Vec<(String, String)>) {
     let selector = &spec["selector"];
     if !selector.is_object() {
         errs.push(("spec.selector".into(), "Required value".into()));
@@ -308,6 +291,15 @@ fn job_errors(obj: &Value, errs: &mut Vec<(String, String)>) {
             ));
         }
     }
+}
+
+/// A Job's own rules, in kube's words: a selector its template's labels
+/// match (the server generates both unless `spec.manualSelector`), a
+/// restart policy of `OnFailure` or `Never`, a known completion mode
+/// (`Indexed` with `completions`), counts that are not negative.
+fn job_errors(obj: &Value, errs: &mut Vec<(String, String)>) {
+    let spec = &obj["spec"];
+    selector_errors(spec, errs);
     let policy = &spec["template"]["spec"]["restartPolicy"];
     if !matches!(policy.as_str(), Some("OnFailure" | "Never")) {
         errs.push((
