@@ -160,12 +160,12 @@ fn job(spec: &mut Value) {
 /// legacy `controller-uid` and `job-name`), and `spec.selector` selects
 /// the uid, so no two Jobs share a pod. Labels the client set are kept (a
 /// conflicting one fails validation). A Job without labels of its own
-/// gets its template's, as the API server's defaulting gives it.
-pub(crate) fn job_selector(obj: &mut Value, uid: &str) {
-    let name = obj["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+/// gets its template's, as the API server's defaulting gives it. The uid
+/// is the one `metadata.uid` already holds.
+pub(crate) fn job_selector(obj: &mut Value) {
+    let meta = |key: &str| obj["metadata"][key].as_str().unwrap_or_default().to_owned();
+    let (name, uid) = (meta("name"), meta("uid"));
+    let uid = uid.as_str();
     let Some(spec) = object_at(obj, &["spec"]) else {
         return;
     };
@@ -408,8 +408,9 @@ mod tests {
 
     #[test]
     fn a_job_gets_a_selector_of_its_uid_unless_it_chose_its_own() {
-        let mut j = json!({"metadata": {"name": "pi"}, "spec": {"template": {"spec": {}}}});
-        job_selector(&mut j, "u-1");
+        let mut j =
+            json!({"metadata": {"name": "pi", "uid": "u-1"}, "spec": {"template": {"spec": {}}}});
+        job_selector(&mut j);
         let labels = &j["spec"]["template"]["metadata"]["labels"];
         for (k, v) in [
             ("batch.kubernetes.io/controller-uid", "u-1"),
@@ -432,14 +433,14 @@ mod tests {
         );
 
         // Own labels stay; a manual selector is left alone.
-        let mut own = json!({"metadata": {"name": "pi", "labels": {"team": "a"}},
+        let mut own = json!({"metadata": {"name": "pi", "uid": "u-2", "labels": {"team": "a"}},
             "spec": {"template": {"metadata": {"labels": {"app": "x"}}}}});
-        job_selector(&mut own, "u-2");
+        job_selector(&mut own);
         assert_eq!(own["metadata"]["labels"], json!({"team": "a"}));
         assert_eq!(own["spec"]["template"]["metadata"]["labels"]["app"], "x");
-        let mut manual = json!({"metadata": {"name": "pi"}, "spec": {"manualSelector": true,
+        let mut manual = json!({"metadata": {"name": "pi", "uid": "u-3"}, "spec": {"manualSelector": true,
             "template": {"metadata": {"labels": {"app": "x"}}}}});
-        job_selector(&mut manual, "u-3");
+        job_selector(&mut manual);
         assert!(manual["spec"].get("selector").is_none());
         let errs = crate::validate::kind_errors("batch", "jobs", &manual, None);
         assert!(

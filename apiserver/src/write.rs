@@ -249,8 +249,9 @@ fn validate_all(
     }
 }
 
-/// What the server allocates for an object before it is validated, as
-/// kube's storage does: a Service's cluster IP and node ports.
+/// What the server sets on an object before it is validated, as kube's
+/// storage strategies do: a Service's cluster IP and node ports, a new
+/// Job's selector.
 fn allocate(
     st: &State,
     req: &Req<'_>,
@@ -258,6 +259,10 @@ fn allocate(
     old: Option<&Value>,
     obj: &mut Value,
 ) -> ApiResult<()> {
+    if req.res.group == "batch" && req.res.plural == "jobs" && old.is_none() {
+        crate::defaults::job_selector(obj);
+        return Ok(());
+    }
     if !(req.res.group.is_empty() && req.res.plural == "services") {
         return Ok(());
     }
@@ -401,13 +406,10 @@ pub(crate) fn create(
     } else {
         crate::defaults::apply(&req.res.group, &req.res.plural, &mut obj);
     }
-    // Given before validation, as kube's storage fills the system fields
-    // before its strategy validates (a Job's selector is made of it).
-    let uid = object::new_uid();
-    if req.res.group == "batch" && req.res.plural == "jobs" {
-        crate::defaults::job_selector(&mut obj, &uid);
-    }
     let review = admission::mutate(st, req, None, &mut obj, early)?;
+    // Given before the strategy's step and validation, as kube's storage
+    // fills the system fields (a Job's selector is made of the uid).
+    meta_mut(&mut obj).insert("uid".into(), Value::String(object::new_uid()));
     allocate(st, req, &name, None, &mut obj)?;
     validate_all(req, &review, &obj, &name, None)?;
     check_namespace(st, req, &name)?;
@@ -423,7 +425,6 @@ pub(crate) fn create(
     }
     {
         let meta = meta_mut(&mut obj);
-        meta.insert("uid".into(), Value::String(uid));
         meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
         for f in [
             "deletionTimestamp",
