@@ -430,6 +430,23 @@ impl Object {
         self.get(path)?.as_i64()
     }
 
+    /// The condition of type `type_` in `status.conditions`, if it has one.
+    ///
+    /// ```
+    /// use windlass_sdk::{Object, json};
+    /// let pod = Object::from_value(json!({"apiVersion": "v1", "kind": "Pod",
+    ///     "metadata": {"name": "p"},
+    ///     "status": {"conditions": [{"type": "Ready", "status": "True"}]}})).unwrap();
+    /// assert_eq!(pod.condition("Ready").unwrap()["status"], "True");
+    /// assert!(pod.condition("Initialized").is_none());
+    /// ```
+    pub fn condition(&self, type_: &str) -> Option<&Value> {
+        self.get("status.conditions")?
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == type_)
+    }
+
     /// The boolean at a dotted path.
     pub fn get_bool(&self, path: &str) -> Option<bool> {
         self.get(path)?.as_bool()

@@ -70,25 +70,17 @@ struct Child<'a> {
 
 impl<'a> Child<'a> {
     fn of(object: &'a Object) -> Self {
-        let conditions = object
-            .get("status.conditions")
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice);
-        let finished = ["Complete", "Failed"].into_iter().find(|t| {
-            conditions
-                .iter()
-                .any(|c| c["type"] == *t && c["status"] == "True")
-        });
+        let holds = |t: &str| object.condition(t).filter(|c| c["status"] == "True");
         Child {
             object,
-            finished,
+            finished: ["Complete", "Failed"]
+                .into_iter()
+                .find(|t| holds(t).is_some()),
             finished_at: object
                 .get_str("status.completionTime")
                 .and_then(Time::parse)
                 .or_else(|| {
-                    conditions
-                        .iter()
-                        .find(|c| c["type"] == "Failed" && c["status"] == "True")
+                    holds("Failed")
                         .and_then(|c| c["lastTransitionTime"].as_str())
                         .and_then(Time::parse)
                 }),

@@ -32,12 +32,8 @@ pub(crate) struct DaemonPod {
 impl DaemonPod {
     pub(crate) fn of(o: &Object, hash: &str, min_ready: Duration, now: Time) -> Self {
         let ready_since = o
-            .get("status.conditions")
-            .and_then(Value::as_array)
-            .and_then(|cs| {
-                cs.iter()
-                    .find(|c| c["type"] == "Ready" && c["status"] == "True")
-            })
+            .condition("Ready")
+            .filter(|c| c["status"] == "True")
             .map(|c| {
                 c["lastTransitionTime"]
                     .as_str()

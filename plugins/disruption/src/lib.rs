@@ -122,12 +122,8 @@ fn scaled(v: &Value, total: i64) -> Result<i64, Error> {
 }
 
 fn is_ready(pod: &Object) -> bool {
-    pod.get("status.conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c["type"] == "Ready" && c["status"] == "True")
-        })
+    pod.condition("Ready")
+        .is_some_and(|c| c["status"] == "True")
 }
 
 /// The replicas the pods' controllers ask for, each controller once: a

@@ -42,13 +42,7 @@ impl Pod {
             _ if o.is_being_deleted() => Phase::Terminating,
             _ => Phase::Active,
         };
-        let ready = o
-            .get("status.conditions")
-            .and_then(Value::as_array)
-            .is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
-            });
+        let ready = o.condition("Ready").is_some_and(|c| c["status"] == "True");
         let statuses = ["status.initContainerStatuses", "status.containerStatuses"]
             .into_iter()
             .filter_map(|f| o.get(f).and_then(Value::as_array))

@@ -31,12 +31,8 @@ impl SetPod {
     pub(crate) fn of(o: &Object, set: &str, min_ready: std::time::Duration, now: Time) -> Self {
         let phase = o.get_str("status.phase").unwrap_or_default();
         let ready_since = o
-            .get("status.conditions")
-            .and_then(Value::as_array)
-            .and_then(|cs| {
-                cs.iter()
-                    .find(|c| c["type"] == "Ready" && c["status"] == "True")
-            })
+            .condition("Ready")
+            .filter(|c| c["status"] == "True")
             .map(|c| {
                 c["lastTransitionTime"]
                     .as_str()
