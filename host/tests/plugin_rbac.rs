@@ -303,6 +303,16 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
             serde_json::from_str(&k(&["get", "pods", "-n", "shop", "-o", "json"])).unwrap();
         list["items"].as_array().cloned().unwrap_or_default()
     };
+    let no_pods_left = |what: &'static str| {
+        let (hosts, k, pods) = (&hosts, &k, &pods);
+        async move {
+            eventually(what, hosts, || {
+                let n = pods(k).len();
+                (n == 0).then_some(()).ok_or(format!("{n} pods"))
+            })
+            .await
+        }
+    };
     k(&["apply", "-f", &example("nodes.yaml")]);
     k(&["apply", "-f", &example("namespace.yaml")]);
     // A CronJob's first Job comes at the next minute: made now (in
@@ -417,11 +427,7 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
     })
     .await;
     k(&["-n", "shop", "delete", "deploy/web", "--wait=false"]);
-    eventually("the pods are gone", &hosts, || {
-        let n = pods(&k).len();
-        (n == 0).then_some(()).ok_or(format!("{n} pods"))
-    })
-    .await;
+    no_pods_left("the pods are gone").await;
     // A Job runs its pod to completion, and its deletion collects it.
     k(&[
         "-n",
@@ -443,11 +449,7 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
     })
     .await;
     k(&["-n", "shop", "delete", "job", "hello", "--wait=false"]);
-    eventually("the Job's pod is gone", &hosts, || {
-        let n = pods(&k).len();
-        (n == 0).then_some(()).ok_or(format!("{n} pods"))
-    })
-    .await;
+    no_pods_left("the Job's pod is gone").await;
     // A DaemonSet runs a pod on each node it tolerates (not the GPU
     // node's taint), and its deletion collects them.
     kubectl_ok(
@@ -476,11 +478,7 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
     )
     .await;
     k(&["-n", "shop", "delete", "ds", "agent", "--wait=false"]);
-    eventually("the daemon pods are gone", &hosts, || {
-        let n = pods(&k).len();
-        (n == 0).then_some(()).ok_or(format!("{n} pods"))
-    })
-    .await;
+    no_pods_left("the daemon pods are gone").await;
     // A StatefulSet makes its pods in order, with their claims.
     kubectl_ok(
         &direct,
@@ -512,11 +510,7 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
     })
     .await;
     k(&["-n", "shop", "delete", "sts", "db", "--wait=false"]);
-    eventually("the set's pods are gone", &hosts, || {
-        let n = pods(&k).len();
-        (n == 0).then_some(()).ok_or(format!("{n} pods"))
-    })
-    .await;
+    no_pods_left("the set's pods are gone").await;
     eventually("the CronJob's Job completes", &hosts, || {
         let cj: Value = serde_json::from_str(&k(&[
             "-n", "default", "get", "cronjob", "tick", "-o", "json",
