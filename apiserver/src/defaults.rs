@@ -20,6 +20,10 @@ pub(crate) fn apply(group: &str, plural: &str, obj: &mut Value) {
 pub(crate) fn apply_normalized(group: &str, plural: &str, obj: &mut Value) {
     match (group, plural) {
         ("", "secrets") => set(obj, "type", json!("Opaque")),
+        ("storage.k8s.io", "storageclasses") => {
+            set(obj, "reclaimPolicy", json!("Delete"));
+            set(obj, "volumeBindingMode", json!("Immediate"));
+        }
         // A PodTemplate's template is at the top level.
         ("", "podtemplates") => template(obj),
         _ => {}
@@ -35,6 +39,10 @@ pub(crate) fn apply_normalized(group: &str, plural: &str, obj: &mut Value) {
         }
         ("", "services") => service(spec),
         ("", "persistentvolumeclaims") => set(spec, "volumeMode", json!("Filesystem")),
+        ("", "persistentvolumes") => {
+            set(spec, "persistentVolumeReclaimPolicy", json!("Retain"));
+            set(spec, "volumeMode", json!("Filesystem"));
+        }
         ("apps", "deployments") => deployment(spec),
         ("apps", "statefulsets") => stateful_set(spec),
         ("apps", "daemonsets") => {

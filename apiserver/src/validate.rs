@@ -1,9 +1,10 @@
 //! Name and metadata validation with the real server's messages, and the
-//! per-kind rules (`pod_spec.rs`, `service.rs`) in kube's words
+//! per-kind rules (`pod_spec.rs`, `service.rs`, `storage.rs`) in kube's words
 //! (`field.rs`).
 
 mod pod_spec;
 mod service;
+mod storage;
 pub(crate) use service::NODE_PORTS;
 
 use serde_json::{Value, json};
@@ -248,6 +249,9 @@ pub(crate) fn kind_errors(
     }
     match (group, plural) {
         ("", "services") => errs.extend(service::errors(obj)),
+        ("", "persistentvolumeclaims") => errs.extend(storage::claim_errors(obj)),
+        ("", "persistentvolumes") => errs.extend(storage::volume_errors(obj)),
+        ("storage.k8s.io", "storageclasses") => errs.extend(storage::class_errors(obj)),
         ("apps", "deployments" | "replicasets") => {
             selector_errors(&obj["spec"], &mut errs);
             if let Some(r) = obj["spec"].get("replicas")
@@ -415,6 +419,10 @@ pub(crate) fn update_errors(
                 &new["spec"]["template"],
                 &mut errs,
             );
+        }
+        ("", "persistentvolumeclaims") => errs.extend(storage::claim_update_errors(old, new)),
+        ("storage.k8s.io", "storageclasses") => {
+            errs.extend(storage::class_update_errors(old, new));
         }
         ("", "configmaps" | "secrets") if old["immutable"] == true => {
             if new["immutable"] != true {

@@ -856,3 +856,99 @@ async fn server_side_apply_of_an_hpa_in_autoscaling_v1_is_converted() {
     assert_eq!(v2["spec"]["metrics"].as_array().unwrap().len(), 1, "{v2}");
     assert_eq!(v2["spec"]["maxReplicas"], 5);
 }
+
+/// Storage as a cluster answers it: a claim without access modes or a
+/// request is refused in kube's words; a claim naming no class gets the
+/// default one (the newest default), an explicit `""` keeps none; a bound
+/// claim's spec is fixed, and so is a class's provisioner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claims_get_the_default_class_and_are_held_to_kubes_rules() {
+    let k = Kube::new().await;
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: bad}\nspec: {}\n"),
+    );
+    assert!(
+        err.contains("The PersistentVolumeClaim \"bad\" is invalid")
+            && err.contains("spec.accessModes: Required value: at least 1 access mode is required")
+            && err.contains("spec.resources[storage]: Required value"),
+        "{err}"
+    );
+    assert!(!k.exists(&["get", "pvc", "bad"]));
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some("apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: bad}\nspec: {}\n"),
+    );
+    assert!(
+        err.contains("spec.capacity: Required value")
+            && err.contains("spec: Required value: must specify a volume type"),
+        "{err}"
+    );
+
+    let class = |name: &str, default: bool| {
+        format!(
+            "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: {name}\n  \
+             annotations: {{storageclass.kubernetes.io/is-default-class: \"{default}\"}}\n\
+             provisioner: example.com/disk\n"
+        )
+    };
+    let claim = |name: &str, class: &str| {
+        format!(
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {name}}}\nspec:\n  \
+             accessModes: [ReadWriteOnce]\n  resources: {{requests: {{storage: 1Gi}}}}\n{class}"
+        )
+    };
+    // No default class yet: the claim keeps none.
+    k.ok_in(&["apply", "-f", "-"], Some(&claim("before", "")));
+    k.ok_in(&["apply", "-f", "-"], Some(&class("slow", false)));
+    k.ok_in(&["apply", "-f", "-"], Some(&class("standard", true)));
+    k.ok_in(&["apply", "-f", "-"], Some(&claim("data", "")));
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some(&claim("none", "  storageClassName: \"\"\n")),
+    );
+    let class_of = |name: &str| k.json(&["get", "pvc", name])["spec"]["storageClassName"].clone();
+    assert_eq!(class_of("before"), Value::Null);
+    assert_eq!(class_of("data"), json!("standard"));
+    assert_eq!(class_of("none"), json!(""));
+    let sc = k.json(&["get", "sc", "standard"]);
+    assert_eq!(sc["reclaimPolicy"], "Delete");
+    assert_eq!(sc["volumeBindingMode"], "Immediate");
+
+    // Binding is the one change a claim's spec takes.
+    k.ok(&[
+        "patch",
+        "pvc",
+        "data",
+        "-p",
+        r#"{"spec":{"volumeName":"pv-1"}}"#,
+    ]);
+    let err = k.fail(
+        &[
+            "patch",
+            "pvc",
+            "data",
+            "-p",
+            r#"{"spec":{"accessModes":["ReadWriteMany"]}}"#,
+        ],
+        None,
+    );
+    assert!(
+        err.contains("spec: Forbidden: spec is immutable after creation"),
+        "{err}"
+    );
+    let err = k.fail(
+        &[
+            "patch",
+            "sc",
+            "standard",
+            "-p",
+            r#"{"provisioner":"example.com/other"}"#,
+        ],
+        None,
+    );
+    assert!(
+        err.contains("provisioner: Forbidden: updates to provisioner are forbidden."),
+        "{err}"
+    );
+}

@@ -6,7 +6,8 @@
 //! 1. [`normalize`], with the other defaults: quantities in canonical form,
 //!    pod requests defaulted to limits, limit range items defaulted;
 //! 2. [`mutate`], before validation: unparsable quantities are a `400`,
-//!    new pods get their LimitRange defaults; it returns the [`Review`] of
+//!    new pods get their LimitRange defaults, new claims the default
+//!    StorageClass; it returns the [`Review`] of
 //!    the write, which holds a pod's quantities parsed once for every
 //!    later step;
 //! 3. [`validation_errors`], inside validation: the `422`s;
@@ -23,6 +24,7 @@
 mod limit_range;
 mod requirements;
 mod resource_quota;
+mod storage_class;
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -187,6 +189,9 @@ pub(crate) fn mutate(
         return Ok(review);
     }
     let undecodable = |why: String| undecodable(req, why);
+    if plural == "persistentvolumeclaims" && old.is_none() {
+        storage_class::default_claim(st, obj);
+    }
     if plural != "pods" {
         return match requirements::undecodable(plural, obj) {
             Some(why) => Err(undecodable(why)),
