@@ -84,13 +84,44 @@ pub(crate) fn apply(state: &State, key: &ObjectRef, outcome: &Outcome) -> Result
     Ok(())
 }
 
-/// `r` with the primary object's namespace when it names none, as the host
-/// fills it in.
+/// The built-in kinds that live outside namespaces, by API version and
+/// kind: a write of one gets no namespace from the primary object (the
+/// host learns this from discovery; the harness has none).
+const CLUSTER_SCOPED: [(&str, &str); 16] = [
+    ("v1", "Node"),
+    ("v1", "Namespace"),
+    ("v1", "PersistentVolume"),
+    ("storage.k8s.io/v1", "StorageClass"),
+    ("storage.k8s.io/v1", "CSIDriver"),
+    ("storage.k8s.io/v1", "CSINode"),
+    ("storage.k8s.io/v1", "VolumeAttachment"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("node.k8s.io/v1", "RuntimeClass"),
+    ("networking.k8s.io/v1", "IngressClass"),
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+    ),
+];
+
+fn cluster_scoped(api_version: &str, kind: &str) -> bool {
+    CLUSTER_SCOPED.contains(&(api_version, kind))
+}
+
+/// `r` with the primary object's namespace when it names none and its
+/// kind is namespaced, as the host fills it in.
 fn defaulted(r: &ObjectRef, primary: Option<&Object>) -> ObjectRef {
     let mut r = r.clone();
-    if r.namespace.is_none() {
+    if r.namespace.is_none() && !cluster_scoped(&r.api_version, &r.kind) {
         r.namespace = primary.and_then(Object::namespace).map(str::to_owned);
-        // A cluster-scoped target stays without one if that is how it is stored.
     }
     r
 }
@@ -202,6 +233,7 @@ fn create_subresource(
 fn apply_one(state: &State, primary: Option<&Object>, o: &Object) -> ObjectRef {
     let mut obj = o.clone();
     if obj.namespace().is_none()
+        && !cluster_scoped(obj.api_version(), obj.kind())
         && let Some(ns) = primary.and_then(Object::namespace)
     {
         obj.set("metadata.namespace", ns);
