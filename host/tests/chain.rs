@@ -2,7 +2,8 @@
 //! scheduler → kubelet — in the real `windlass run` binary, driven with the
 //! real `kubectl` as a user drives a cluster, on the simulated nodes of
 //! `examples/nodes.yaml` (three zones; `node-c1` has an hdd; `node-gpu1`
-//! is tainted `dedicated=gpu:NoSchedule`).
+//! is tainted `dedicated=gpu:NoSchedule`), with the default StorageClass
+//! of `examples/storageclass.yaml`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use windlass_tests::{Cluster, Proxy, Server};
 
-const PLUGINS: [&str; 10] = [
+const PLUGINS: [&str; 11] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -21,6 +22,7 @@ const PLUGINS: [&str; 10] = [
     "statefulset",
     "cronjob",
     "disruption",
+    "persistentvolume",
 ];
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -30,7 +32,16 @@ fn example(name: &str) -> String {
 
 fn cluster() -> Cluster {
     let c = Cluster::start(env!("CARGO_BIN_EXE_windlass"), &PLUGINS, Server::Embedded);
-    c.ok(&["apply", "-f", &example("nodes.yaml")], None);
+    c.ok(
+        &[
+            "apply",
+            "-f",
+            &example("nodes.yaml"),
+            "-f",
+            &example("storageclass.yaml"),
+        ],
+        None,
+    );
     c.eventually("the simulated nodes are Ready", WAIT, || {
         let ready = c
             .items(&["nodes"])
@@ -776,12 +787,20 @@ spec:
             .map(String::from)
             .into()
     );
-    // Nothing provisions volumes here: the claims stay Pending.
-    assert!(
-        c.items(&["pvc"])
-            .iter()
-            .all(|p| p["status"]["phase"] == "Pending")
-    );
+    // Each claim got the default class and a volume on its pod's node.
+    for i in 0..3 {
+        let claim = c.json(&["pvc", &format!("www-web-{i}")]);
+        assert_eq!(claim["status"]["phase"], "Bound", "{claim}");
+        assert_eq!(claim["spec"]["storageClassName"], "standard", "{claim}");
+        let volume = c.json(&["pv", claim["spec"]["volumeName"].as_str().unwrap()]);
+        let pod = c.json(&["pod", &format!("web-{i}")]);
+        assert_eq!(
+            volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"]
+                [0]["values"][0],
+            pod["spec"]["nodeName"],
+            "{volume}"
+        );
+    }
     // In order: web-1 was created after web-0 was ready.
     let created = |name: &str| c.json(&["pod", name])["metadata"]["creationTimestamp"].clone();
     assert!(created("web-0").as_str() <= created("web-1").as_str());
@@ -898,6 +917,126 @@ spec:
         (live.len() == 3 && on_node == 0)
             .then_some(())
             .ok_or(format!("{} running, {on_node} on {node}", live.len()))
+    });
+    c.stop();
+}
+
+/// A claim and its pod, as a user writes them: the pod created first waits,
+/// saying the claim is missing; the claim gets the default class and waits
+/// for its pod; the scheduler picks the pod's node and writes it on the
+/// claim; the persistentvolume plugin provisions a volume there and binds
+/// it; then the pod is bound and runs. Deleting the claim deletes the
+/// volume (reclaim policy `Delete`); a `Retain` volume is kept `Released`.
+#[test]
+fn a_claim_gets_a_volume_on_its_pods_node_and_gives_it_back() {
+    let c = cluster();
+    let pod = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: db}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers: [{name: db, image: postgres, volumeMounts: [{name: data, mountPath: /data}]}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+"#;
+    c.ok(&["apply", "-f", "-"], Some(pod));
+    c.eventually("the pod waits for its claim", WAIT, || {
+        let said = c.ok(&["describe", "pod", "db"], None);
+        said.contains(r#"persistentvolumeclaim "data" not found"#)
+            .then_some(())
+            .ok_or(said)
+    });
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 2Gi}}
+"#,
+        ),
+    );
+    c.eventually("the pod runs with its claim bound", WAIT, || {
+        let pod = c.json(&["pod", "db"]);
+        let claim = c.json(&["pvc", "data"]);
+        (pod["status"]["phase"] == "Running" && claim["status"]["phase"] == "Bound")
+            .then_some(())
+            .ok_or(format!("pod {}, claim {}", pod["status"], claim["status"]))
+    });
+    let claim = c.json(&["pvc", "data"]);
+    assert_eq!(claim["spec"]["storageClassName"], "standard", "{claim}");
+    assert_eq!(claim["status"]["capacity"]["storage"], "2Gi", "{claim}");
+    let node = node_of(&c.json(&["pod", "db"]));
+    assert_eq!(
+        claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"],
+        node.as_str()
+    );
+    let name = claim["spec"]["volumeName"].as_str().unwrap().to_owned();
+    let volume = c.json(&["pv", &name]);
+    assert_eq!(volume["status"]["phase"], "Bound", "{volume}");
+    assert_eq!(volume["spec"]["claimRef"]["name"], "data", "{volume}");
+    assert_eq!(
+        volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
+            [0],
+        node.as_str(),
+        "{volume}"
+    );
+    let pvcs = c.ok(&["get", "pvc", "data"], None);
+    assert!(
+        pvcs.contains("Bound") && pvcs.contains("standard"),
+        "{pvcs}"
+    );
+
+    // Kept while a pod could use it; deleted with its claim.
+    c.ok(&["delete", "pod", "db"], None);
+    c.ok(&["delete", "pvc", "data", "--wait=false"], None);
+    c.eventually("the volume is deleted with its claim", WAIT, || {
+        let left = c.items(&["pv"]).len();
+        (left == 0)
+            .then_some(())
+            .ok_or(format!("{left} volumes left"))
+    });
+
+    // A class that retains: the volume outlives its claim, Released.
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: keep}
+provisioner: windlass.dev/simulated
+reclaimPolicy: Retain
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: kept}
+spec:
+  storageClassName: keep
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+"#,
+        ),
+    );
+    c.eventually("an Immediate claim is bound without a pod", WAIT, || {
+        let claim = c.json(&["pvc", "kept"]);
+        (claim["status"]["phase"] == "Bound")
+            .then_some(())
+            .ok_or(format!("{}", claim["status"]))
+    });
+    c.ok(&["delete", "pvc", "kept", "--wait=false"], None);
+    c.eventually("the retained volume is Released", WAIT, || {
+        let volumes = c.items(&["pv"]);
+        let phases: Vec<&str> = volumes
+            .iter()
+            .map(|v| v["status"]["phase"].as_str().unwrap_or("-"))
+            .collect();
+        (phases == ["Released"])
+            .then_some(())
+            .ok_or(format!("{phases:?}"))
     });
     c.stop();
 }

@@ -16,7 +16,7 @@ use serde_json::Value;
 use windlass_tests::authz::{self, Attributes, Role};
 use windlass_tests::{Cluster, Recorder, Server, kubectl, kubectl_ok};
 
-const PLUGINS: [&str; 11] = [
+const PLUGINS: [&str; 12] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -28,6 +28,7 @@ const PLUGINS: [&str; 11] = [
     "statefulset",
     "cronjob",
     "disruption",
+    "persistentvolume",
 ];
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -63,14 +64,20 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "apps" replicasets/finalizers update"#,
             r#"* "apps" replicasets/status update,patch"#,
         ],
-        // reconciles unbound v1 Pods, reads v1 Node and v1 Pod, writes pods/binding
+        // reconciles unbound v1 Pods, reads v1 Node and v1 Pod, writes pods/binding;
+        // reads claims, volumes and classes, annotates claims (VolumeBinding)
         "scheduler" => vec![
             r#"* "" events create,patch"#,
             r#"* "" nodes get,list,watch"#,
+            r#"* "" persistentvolumeclaims create,update,patch,delete"#,
+            r#"* "" persistentvolumeclaims get,list,watch"#,
+            r#"* "" persistentvolumeclaims/status update,patch"#,
+            r#"* "" persistentvolumes get,list,watch"#,
             r#"* "" pods create,update,patch,delete"#,
             r#"* "" pods get,list,watch"#,
             r#"* "" pods/binding create"#,
             r#"* "" pods/status update,patch"#,
+            r#"* "storage.k8s.io" storageclasses get,list,watch"#,
         ],
         // reconciles simulated v1 Nodes, reads bound v1 Pods and the Leases
         // of kube-node-lease, writes v1 Pod and those Leases
@@ -183,6 +190,18 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "policy" poddisruptionbudgets create,update,patch,delete"#,
             r#"* "policy" poddisruptionbudgets get,list,watch"#,
             r#"* "policy" poddisruptionbudgets/status update,patch"#,
+        ],
+        // reconciles v1 PersistentVolumeClaim, reads StorageClass, reads and
+        // writes v1 PersistentVolume
+        "persistentvolume" => vec![
+            r#"* "" events create,patch"#,
+            r#"* "" persistentvolumeclaims create,update,patch,delete"#,
+            r#"* "" persistentvolumeclaims get,list,watch"#,
+            r#"* "" persistentvolumeclaims/status update,patch"#,
+            r#"* "" persistentvolumes create,update,patch,delete"#,
+            r#"* "" persistentvolumes get,list,watch"#,
+            r#"* "" persistentvolumes/status update,patch"#,
+            r#"* "storage.k8s.io" storageclasses get,list,watch"#,
         ],
         other => panic!("no expectations for {other}"),
     }
@@ -313,7 +332,13 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
             .await
         }
     };
-    k(&["apply", "-f", &example("nodes.yaml")]);
+    k(&[
+        "apply",
+        "-f",
+        &example("nodes.yaml"),
+        "-f",
+        &example("storageclass.yaml"),
+    ]);
     k(&["apply", "-f", &example("namespace.yaml")]);
     // A CronJob's first Job comes at the next minute: made now (in
     // `default`, away from the pods counted in `shop`), checked at the end.

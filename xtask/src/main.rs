@@ -252,7 +252,7 @@ fn run(args: &[String]) -> Result<()> {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let k = kubeconfig.display();
-    seed_nodes(&kubeconfig);
+    seed(&kubeconfig);
     eprintln!();
     eprintln!("windlass: embedded API server; kubeconfig at {k}");
     eprintln!("plugins:  {}", dir.display());
@@ -267,6 +267,7 @@ fn run(args: &[String]) -> Result<()> {
         "-n shop get pods -o wide".to_owned(),
         "-n shop scale deploy/web --replicas=4   # the 4th stays Pending: see `describe pod`".to_owned(),
         "-n shop set image deploy/web web=nginx:1.28 && kubectl --kubeconfig {k} -n shop rollout status deploy/web".to_owned(),
+        "apply -f examples/statefulset.yaml && kubectl --kubeconfig {k} get sts,pods,pvc -o wide".to_owned(),
     ] {
         eprintln!("  kubectl --kubeconfig {k} {}", line.replace("{k}", &k.to_string()));
     }
@@ -278,28 +279,35 @@ fn run(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Creates the simulated nodes of `examples/nodes.yaml` that are absent,
-/// with the real kubectl; without kubectl, says how to do it by hand.
-fn seed_nodes(kubeconfig: &Path) {
-    let nodes = root().join("examples").join("nodes.yaml");
-    let out = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(["create", "-f"])
-        .arg(&nodes)
-        .output();
-    match out {
-        Ok(out) => {
-            // Existing nodes are left as they are ("AlreadyExists").
-            let text = String::from_utf8_lossy(&out.stdout);
-            let created = text.lines().filter(|l| l.contains("created")).count();
-            eprintln!("example nodes: {created} created (examples/nodes.yaml)");
+/// Creates what the examples need and is absent: the simulated nodes of
+/// `examples/nodes.yaml` and the default StorageClass of
+/// `examples/storageclass.yaml`, with the real kubectl; without kubectl,
+/// says how to do it by hand.
+fn seed(kubeconfig: &Path) {
+    for (what, file) in [
+        ("example nodes", "nodes.yaml"),
+        ("default storage class", "storageclass.yaml"),
+    ] {
+        let path = root().join("examples").join(file);
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["create", "-f"])
+            .arg(&path)
+            .output();
+        match out {
+            Ok(out) => {
+                // Existing objects are left as they are ("AlreadyExists").
+                let text = String::from_utf8_lossy(&out.stdout);
+                let created = text.lines().filter(|l| l.contains("created")).count();
+                eprintln!("{what}: {created} created (examples/{file})");
+            }
+            Err(e) => eprintln!(
+                "could not run kubectl ({e}); create the {what} with: kubectl --kubeconfig {} apply -f {}",
+                kubeconfig.display(),
+                path.display()
+            ),
         }
-        Err(e) => eprintln!(
-            "could not run kubectl ({e}); create the example nodes with: kubectl --kubeconfig {} apply -f {}",
-            kubeconfig.display(),
-            nodes.display()
-        ),
     }
 }
 

@@ -166,6 +166,48 @@ pub(crate) struct PodSpec<'a> {
     pub(crate) topology_spread_constraints: Vec<SpreadConstraint<'a>>,
     #[serde(default, deserialize_with = "nullable")]
     pub(crate) scheduling_gates: Vec<de::IgnoredAny>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    pub(crate) volumes: Vec<Volume<'a>>,
+}
+
+/// A pod volume, as far as claims go: a PersistentVolumeClaim it names, or
+/// a generic ephemeral volume (whose claim is `<pod>-<volume>`).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Volume<'a> {
+    #[serde(borrow, default)]
+    pub(crate) name: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub(crate) persistent_volume_claim: Option<ClaimSource<'a>>,
+    #[serde(default)]
+    pub(crate) ephemeral: Option<de::IgnoredAny>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ClaimSource<'a> {
+    #[serde(borrow, default)]
+    pub(crate) claim_name: Cow<'a, str>,
+}
+
+/// The node affinity of a PersistentVolume (`spec.nodeAffinity.required`).
+#[derive(Deserialize, Default)]
+pub(crate) struct VolumeView<'a> {
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    pub(crate) spec: VolumeSpec<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct VolumeSpec<'a> {
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    pub(crate) node_affinity: VolumeNodeAffinity<'a>,
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct VolumeNodeAffinity<'a> {
+    #[serde(borrow, default)]
+    pub(crate) required: Option<NodeSelector<'a>>,
 }
 
 #[derive(Deserialize, Default)]

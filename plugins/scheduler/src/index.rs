@@ -6,8 +6,9 @@
 //! changes nothing here and requeues nothing.
 //!
 //! Requeueing follows kube-scheduler's queueing: only pods that failed to
-//! schedule wait for a change (others are in the queue anyway). A node that
-//! appears or changes requeues them all. A pod bound to a node can only
+//! schedule wait for a change (others are in the queue anyway). A node, a
+//! claim, a volume or a storage class that appears or changes requeues
+//! them all. A pod bound to a node can only
 //! help pods waiting for pod affinity or a spread constraint, so it
 //! requeues only those; a bound pod that is being deleted or has finished
 //! frees resources and requeues them all. (A bound pod deleted outright
@@ -116,7 +117,11 @@ pub(crate) fn map(changed: &Object) -> Vec<ObjectRef> {
         return Vec::new();
     };
     let key = match &*kind.kind {
-        "Node" => keys::UNSCHEDULABLE,
+        // A claim, volume or class that appears or changes may be what a
+        // pod with claims waits for (`VolumeBinding`).
+        "Node" | "PersistentVolumeClaim" | "PersistentVolume" | "StorageClass" => {
+            keys::UNSCHEDULABLE
+        }
         "Pod" => {
             let Ok(view) = changed.deserialize::<api::PodView<'_>>() else {
                 return Vec::new();

@@ -11,6 +11,7 @@
 //!
 //! - `schedule`: one decision (pre-filter, filter, score, select).
 //! - `plugins`: the filters and scores, one file per kube-scheduler plugin.
+//! - `volumes`: `VolumeBinding`, for pods with PersistentVolumeClaims.
 //! - `fit_error`, `status`: the message and condition of a pod that does not fit.
 //! - `index`, `keys`: how Nodes and Pods are filed, and which pending pods a change requeues.
 //! - `node`, `pod`, `bound`, `term`, `selector`, `requests`, `quantity`: the model.
@@ -32,6 +33,7 @@ mod selector;
 mod snapshot;
 mod status;
 mod term;
+mod volumes;
 mod wire;
 
 #[cfg(test)]
@@ -49,7 +51,9 @@ use windlass_sdk::{
 };
 
 use schedule::Decision;
-use snapshot::{HostCache, Stats};
+use serde_json::json;
+use snapshot::{Cluster, HostCache, Stats};
+use volumes::PodVolumes;
 
 /// The scheduler.
 pub struct Scheduler;
@@ -65,7 +69,13 @@ impl Controller for Scheduler {
         .version(env!("CARGO_PKG_VERSION"))
         .reads(Watch::kind("v1", "Node").indexed())
         .reads(Watch::kind("v1", "Pod").indexed())
+        // `VolumeBinding`: pods with claims. The claims of a pod waiting
+        // for its node get `volume.kubernetes.io/selected-node`.
+        .reads(Watch::kind("v1", "PersistentVolumeClaim"))
+        .reads(Watch::kind("v1", "PersistentVolume"))
+        .reads(Watch::kind("storage.k8s.io/v1", "StorageClass"))
         .writes(Grant::kind("v1", "Pod").subresource("binding"))
+        .writes(Grant::kind("v1", "PersistentVolumeClaim"))
         // Unschedulable pods are retried on relevant changes (`map`); the
         // resync catches what `map` cannot see (a bound pod deleted outright).
         .resync(Duration::from_secs(30))
@@ -124,18 +134,21 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
         );
         return Ok(patch.map_or_else(Outcome::new, |p| Outcome::new().patch_status(key, p)));
     }
-    let pod = pod::PodInfo::new(&view);
-    let mut stats = Stats::default();
-    let (reason, message) = match schedule::decide(&pod, &mut HostCache, &mut stats)? {
-        Decision::Bind(node) => {
-            let message = format!(
-                "Successfully assigned {}/{} to {node}",
-                pod.namespace, pod.name
-            );
-            return Ok(Outcome::new()
-                .bind(&key, &node)
-                .event(Event::normal("Scheduled", message)));
+    let mut pod = pod::PodInfo::new(&view);
+    let claims = PodVolumes::read(&view)?;
+    let decision = match claims.as_ref().map(PodVolumes::pre_filter) {
+        Some(Err(reason)) => {
+            let nodes = HostCache.node_count()?;
+            Decision::Unschedulable(fit_error::pre_filter_message(nodes, &reason))
         }
+        Some(Ok(filter)) => {
+            pod.volumes = Some(filter);
+            schedule::decide(&pod, &mut HostCache, &mut Stats::default())?
+        }
+        None => schedule::decide(&pod, &mut HostCache, &mut Stats::default())?,
+    };
+    let (reason, message) = match decision {
+        Decision::Bind(node) => return Ok(bind(&pod, &key, &node)),
         Decision::Unschedulable(message) => (status::UNSCHEDULABLE, message),
         Decision::NoNodes => (status::SCHEDULER_ERROR, fit_error::NO_NODES.to_owned()),
     };
@@ -145,6 +158,31 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
         out = out.patch_status(key, patch);
     }
     Ok(out)
+}
+
+/// The pod's binding to `node`; first, when claims of the pod wait for
+/// its node, their `selected-node` annotation, and no binding until the
+/// provisioner or the volume binder has bound them all.
+fn bind(pod: &pod::PodInfo<'_>, key: &ObjectRef, node: &str) -> Outcome {
+    if let Some(filter) = &pod.volumes {
+        let (wait, annotate) = filter.pre_bind(node);
+        if wait {
+            let mut out = Outcome::new().requeue_after(volumes::BIND_POLL);
+            for claim in annotate {
+                let claim = ObjectRef::new("v1", "PersistentVolumeClaim", pod.namespace, claim);
+                let patch = json!({"metadata": {"annotations": {volumes::SELECTED_NODE: node}}});
+                out = out.merge_patch(claim, patch);
+            }
+            return out;
+        }
+    }
+    let message = format!(
+        "Successfully assigned {}/{} to {node}",
+        pod.namespace, pod.name
+    );
+    Outcome::new()
+        .bind(key, node)
+        .event(Event::normal("Scheduled", message))
 }
 
 /// Whether the previous attempt's binding failed because the pod is

@@ -9,6 +9,7 @@ use crate::node::{Effect, Taint};
 use crate::requests::{Requests, pod_requests};
 use crate::selector::{NodeSelectorTerm, Op, Requirement, Selector};
 use crate::term::Term;
+use crate::volumes::VolumeFilter;
 
 /// The scheduler this plugin is (`spec.schedulerName`).
 pub(crate) const SCHEDULER_NAME: &str = "default-scheduler";
@@ -135,6 +136,9 @@ pub(crate) struct PodInfo<'a> {
     /// ReplicationController or StatefulSet: the owners whose pods
     /// kube-scheduler's system default spread constraints count.
     pub(crate) spread_owner: Option<&'a str>,
+    /// The node check of the pod's claims, when it has any (set by the
+    /// caller from [`crate::volumes::PodVolumes`]).
+    pub(crate) volumes: Option<VolumeFilter<'a>>,
 }
 
 impl<'a> PodInfo<'a> {
@@ -206,6 +210,7 @@ impl<'a> PodInfo<'a> {
                 .filter_map(|c| SpreadConstraint::from_view(c, labels))
                 .collect(),
             spread_owner: spread_owner(&meta.owner_references),
+            volumes: None,
         }
     }
 

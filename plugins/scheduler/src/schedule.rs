@@ -89,6 +89,7 @@ impl Window {
     ) -> Result<Option<Self>, Error> {
         let simple = lookups.is_empty()
             && pod.spread.is_empty()
+            && pod.volumes.is_none()
             && node_affinity::pre_filter(pod) == node_affinity::PreFilter::All;
         if !simple {
             return Ok(None);
@@ -280,6 +281,7 @@ impl Search {
                 }
                 let node = &snap.nodes[i];
                 let reason = node_resources::filter(pod, &node.allocatable, &u)
+                    .or_else(|| pod.volumes.as_ref().and_then(|v| v.filter(node)))
                     .or_else(|| f.spread.filter(pod, node))
                     .or_else(|| f.affinity.filter(pod, node));
                 match reason {

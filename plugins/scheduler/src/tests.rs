@@ -9,9 +9,15 @@ use windlass_sdk::{EventType, Object, ObjectRef, Outcome, Time, Write, WriteFail
 use crate::Scheduler;
 use crate::quantity;
 
-type H = Harness<Scheduler>;
+pub(crate) type H = Harness<Scheduler>;
 
-fn node_yaml(name: &str, cpu: &str, memory: &str, pods: u32, extra_labels: &str) -> String {
+pub(crate) fn node_yaml(
+    name: &str,
+    cpu: &str,
+    memory: &str,
+    pods: u32,
+    extra_labels: &str,
+) -> String {
     format!(
         r#"
 ---
@@ -27,7 +33,7 @@ status:
     )
 }
 
-fn pod_yaml(name: &str, labels: &str, spec: &str) -> String {
+pub(crate) fn pod_yaml(name: &str, labels: &str, spec: &str) -> String {
     let containers = if spec.contains("containers:") {
         ""
     } else {
@@ -57,22 +63,22 @@ fn requests(cpu: &str, memory: &str) -> String {
     )
 }
 
-fn key(name: &str) -> ObjectRef {
+pub(crate) fn key(name: &str) -> ObjectRef {
     ObjectRef::new("v1", "Pod", "default", name)
 }
 
-fn pod(h: &H, name: &str) -> Object {
+pub(crate) fn pod(h: &H, name: &str) -> Object {
     h.get(&key(name)).expect("the pod")
 }
 
-fn node_of(h: &H, name: &str) -> Option<String> {
+pub(crate) fn node_of(h: &H, name: &str) -> Option<String> {
     pod(h, name)
         .get_str("spec.nodeName")
         .filter(|n| !n.is_empty())
         .map(str::to_owned)
 }
 
-fn pod_scheduled(h: &H, name: &str) -> Option<serde_json::Value> {
+pub(crate) fn pod_scheduled(h: &H, name: &str) -> Option<serde_json::Value> {
     pod(h, name)
         .get("status.conditions")?
         .as_array()?
@@ -81,7 +87,7 @@ fn pod_scheduled(h: &H, name: &str) -> Option<serde_json::Value> {
         .cloned()
 }
 
-fn failed_scheduling(out: &Outcome) -> Vec<&str> {
+pub(crate) fn failed_scheduling(out: &Outcome) -> Vec<&str> {
     out.events
         .iter()
         .filter(|e| e.type_ == EventType::Warning && e.reason == "FailedScheduling")
@@ -163,6 +169,8 @@ fn manifest_declares_indexed_reads_and_the_binding_grant() {
     );
     assert!(m.may_write_in("v1", "Pod", Some("any"), Some("binding")));
     assert!(!m.may_write_in("v1", "Pod", Some("any"), Some("eviction")));
+    // `VolumeBinding` annotates claims with the node it chose.
+    assert!(m.may_write_in("v1", "PersistentVolumeClaim", Some("any"), None));
     assert_eq!(m.resync_seconds, Some(30));
     assert!(m.max_concurrency > 1);
 }

@@ -3,7 +3,8 @@
 //!
 //! Filters run in the default profile's order (`NodeUnschedulable`,
 //! `NodeName`, `TaintToleration`, `NodeAffinity`, `NodeResourcesFit`,
-//! `PodTopologySpread`, `InterPodAffinity`); a node's first failing filter
+//! `VolumeBinding` (in `crate::volumes`), `PodTopologySpread`,
+//! `InterPodAffinity`); a node's first failing filter
 //! gives its reasons. Scores are normalized per plugin and weighted as the
 //! default profile weighs them.
 
@@ -17,6 +18,7 @@ pub(crate) mod taint_toleration;
 
 use crate::node::NodeInfo;
 use crate::requests::Requests;
+use crate::volumes;
 
 /// The highest score a plugin gives a node (`framework.MaxNodeScore`).
 pub(crate) const MAX_NODE_SCORE: i64 = 100;
@@ -94,6 +96,12 @@ pub(crate) enum Reason {
     AntiAffinity,
     /// `InterPodAffinity`: other pods' anti-affinity rules.
     ExistingAntiAffinity,
+    /// `VolumeBinding`: a bound claim's volume does not admit the node.
+    VolumeNodeConflict,
+    /// `VolumeBinding`: an unbound claim can get no volume on the node.
+    VolumeBindConflict,
+    /// `VolumeBinding`: a claim is bound to a volume that does not exist.
+    VolumeMissing,
 }
 
 impl Reason {
@@ -117,6 +125,9 @@ impl Reason {
             Reason::ExistingAntiAffinity => {
                 fixed(inter_pod_affinity::REASON_EXISTING_ANTI_AFFINITY, out)
             }
+            Reason::VolumeNodeConflict => fixed(volumes::REASON_NODE_CONFLICT, out),
+            Reason::VolumeBindConflict => fixed(volumes::REASON_BIND_CONFLICT, out),
+            Reason::VolumeMissing => fixed(volumes::REASON_NO_VOLUME, out),
         }
     }
 }
