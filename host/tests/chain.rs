@@ -927,6 +927,7 @@ spec:
 /// claim; the persistentvolume plugin provisions a volume there and binds
 /// it; then the pod is bound and runs. Deleting the claim deletes the
 /// volume (reclaim policy `Delete`); a `Retain` volume is kept `Released`.
+/// A generic ephemeral volume's claim is made for its pod and goes with it.
 #[test]
 fn a_claim_gets_a_volume_on_its_pods_node_and_gives_it_back() {
     let c = cluster();
@@ -1028,6 +1029,70 @@ spec:
             .ok_or(format!("{}", claim["status"]))
     });
     c.ok(&["delete", "pvc", "kept", "--wait=false"], None);
+
+    // A generic ephemeral volume: its claim is made for the pod, owned by
+    // it, and goes (with its volume) when the pod goes.
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: scratch}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers: [{name: c, image: busybox, volumeMounts: [{name: tmp, mountPath: /tmp}]}]
+  volumes:
+  - name: tmp
+    ephemeral:
+      volumeClaimTemplate:
+        spec:
+          accessModes: [ReadWriteOnce]
+          resources: {requests: {storage: 1Gi}}
+"#,
+        ),
+    );
+    c.eventually("the pod runs with its ephemeral claim bound", WAIT, || {
+        let pod = c.json(&["pod", "scratch"]);
+        let claims: Vec<(String, String)> = c
+            .items(&["pvc"])
+            .iter()
+            .map(|p| {
+                let field = |v: &Value| v.as_str().unwrap_or("-").to_owned();
+                (field(&p["metadata"]["name"]), field(&p["status"]["phase"]))
+            })
+            .collect();
+        let bound = claims.contains(&("scratch-tmp".to_owned(), "Bound".to_owned()));
+        (pod["status"]["phase"] == "Running" && bound)
+            .then_some(())
+            .ok_or(format!("pod {}, claims {claims:?}", pod["status"]))
+    });
+    let claim = c.json(&["pvc", "scratch-tmp"]);
+    assert_eq!(
+        claim["metadata"]["ownerReferences"][0]["name"], "scratch",
+        "{claim}"
+    );
+    c.ok(&["delete", "pod", "scratch"], None);
+    c.eventually(
+        "the ephemeral claim and its volume go with the pod",
+        WAIT,
+        || {
+            let claims = c.items(&["pvc"]).len();
+            let volumes: Vec<String> = c
+                .items(&["pv"])
+                .iter()
+                .map(|v| {
+                    v["spec"]["claimRef"]["name"]
+                        .as_str()
+                        .unwrap_or("-")
+                        .to_owned()
+                })
+                .collect();
+            (claims == 0 && volumes == ["kept"])
+                .then_some(())
+                .ok_or(format!("{claims} claims, volumes for {volumes:?}"))
+        },
+    );
     c.eventually("the retained volume is Released", WAIT, || {
         let volumes = c.items(&["pv"]);
         let phases: Vec<&str> = volumes

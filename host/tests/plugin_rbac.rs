@@ -191,8 +191,8 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "policy" poddisruptionbudgets get,list,watch"#,
             r#"* "policy" poddisruptionbudgets/status update,patch"#,
         ],
-        // reconciles v1 PersistentVolumeClaim, reads StorageClass, reads and
-        // writes v1 PersistentVolume
+        // reconciles v1 PersistentVolumeClaim, reads StorageClass and Pod
+        // (ephemeral volumes), reads and writes v1 PersistentVolume
         "persistentvolume" => vec![
             r#"* "" events create,patch"#,
             r#"* "" persistentvolumeclaims create,update,patch,delete"#,
@@ -201,6 +201,7 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "" persistentvolumes create,update,patch,delete"#,
             r#"* "" persistentvolumes get,list,watch"#,
             r#"* "" persistentvolumes/status update,patch"#,
+            r#"* "" pods get,list,watch"#,
             r#"* "storage.k8s.io" storageclasses get,list,watch"#,
         ],
         other => panic!("no expectations for {other}"),

@@ -34,7 +34,10 @@
 //! - a bound claim whose volume is gone is `Lost` (`ClaimLost`), one whose
 //!   volume went to another claim too (`ClaimMisbound`);
 //! - a volume whose claim is gone is `Released`; with reclaim policy
-//!   `Delete`, one this plugin provisioned is deleted (`reclaim.rs`).
+//!   `Delete`, one this plugin provisioned is deleted (`reclaim.rs`);
+//! - a pod's generic ephemeral volume gets its claim, `<pod>-<volume>`,
+//!   owned by the pod (`ephemeral.rs`, upstream's ephemeral volume
+//!   controller).
 //!
 //! How it differs from upstream:
 //! - the PV controller and the external provisioner are one plugin, and
@@ -54,6 +57,7 @@
 
 mod bind;
 mod claim;
+mod ephemeral;
 mod fields;
 mod matching;
 mod provision;
@@ -85,6 +89,8 @@ impl Controller for PersistentVolumeController {
         .version(env!("CARGO_PKG_VERSION"))
         .reads(Watch::kind("v1", "PersistentVolume"))
         .reads(Watch::kind("storage.k8s.io/v1", "StorageClass"))
+        // Pods' generic ephemeral volumes get their claims here.
+        .reads(Watch::kind("v1", "Pod"))
         // Provisioned volumes are created and deleted, bound ones
         // patched: volumes are read and written, not owned.
         .writes(Grant::kind("v1", "PersistentVolume"))
@@ -99,6 +105,8 @@ impl Controller for PersistentVolumeController {
             volume_keys(changed)
         } else if changed.is("storage.k8s.io/v1", "StorageClass") {
             unbound_claims(|c| class_of(c) == changed.name())
+        } else if changed.is("v1", "Pod") {
+            ephemeral::keys(changed)
         } else {
             Vec::new()
         }
@@ -111,6 +119,7 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
     let volumes = cache::list(&volume_kind(), None, None)?;
     let out = match req.live_object() {
         Some(claim) => claim::sync(claim, &volumes, req.now)?,
+        None if req.object.is_none() => ephemeral::create(&req.key)?,
         None => Outcome::new(),
     };
     let swept = reclaim::sweep(&req.key, req.object.as_ref(), &volumes, req.now, &out);

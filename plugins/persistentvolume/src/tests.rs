@@ -1,10 +1,5 @@
 //! Native tests of the PersistentVolume binder, through
 //! `windlass_sdk::testing`.
-//!
-//! The harness's fake writer gives every write the primary object's
-//! namespace when it names none, which a cluster-scoped PersistentVolume
-//! must not get; so writes to volumes are played here by `settle`, the
-//! rest by the harness.
 
 use std::cmp::Ordering;
 
@@ -766,4 +761,50 @@ fn an_unclaimed_volume_becomes_available() {
     assert!(h.reconcile_key(&k).unwrap().is_empty());
     // Nothing done under other keys.
     assert!(h.reconcile_key(&key("pv-1")).unwrap().is_empty());
+}
+
+/// A pod with a generic ephemeral volume in `shop`.
+fn pod_with_ephemeral(name: &str) -> Object {
+    obj(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}")},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}],
+                 "volumes": [
+                    {"name": "cache", "emptyDir": {}},
+                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+                        "metadata": {"labels": {"type": "scratch"}},
+                        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast",
+                                 "resources": {"requests": {"storage": "1Gi"}}}}}}]}
+    }))
+}
+
+#[test]
+fn a_pods_ephemeral_volume_gets_a_claim_the_pod_owns() {
+    let mut h = harness(vec![pod_with_ephemeral("web")]);
+    let pod = h.get(&ObjectRef::new("v1", "Pod", "shop", "web")).unwrap();
+    assert_eq!(h.map(&pod).unwrap(), [key("web-scratch")]);
+
+    let out = h.reconcile_key(&key("web-scratch")).unwrap();
+    let [Write::Apply(made)] = &out.writes[..] else {
+        panic!("one claim made: {out:?}");
+    };
+    assert_eq!(made.name(), "web-scratch");
+    assert_eq!(made.namespace(), Some("shop"));
+    assert_eq!(made.label("type"), Some("scratch"));
+    assert_eq!(made.get_str("spec.storageClassName"), Some("fast"));
+    let owner = made.controller_ref().expect("owned by the pod");
+    assert_eq!(
+        (owner.kind, owner.name, owner.uid),
+        ("Pod", "web", "uid-web")
+    );
+    h.apply_outcome(&key("web-scratch"), &out).unwrap();
+    assert!(h.get(&key("web-scratch")).is_some());
+
+    // A key no pod needs makes nothing; a pod being deleted needs nothing.
+    assert!(h.reconcile_key(&key("other-scratch")).unwrap().is_empty());
+    let gone = with(
+        pod,
+        json!({"metadata.deletionTimestamp": "2026-03-01T10:00:00Z"}),
+    );
+    assert!(h.map(&gone).unwrap().is_empty());
 }
