@@ -1,9 +1,9 @@
 //! What a cluster always has, made at start as its control plane makes it:
 //! the system namespaces, a `default` ServiceAccount in each namespace, the
 //! `kubernetes` Service in `default` with its Endpoints and EndpointSlice
-//! pointing at this server (kept current when its address changes), and a
+//! pointing at this server (kept current when its address changes), a
 //! local APIService for every built-in group and version and every group
-//! and version CRDs serve.
+//! and version CRDs serve, and the system PriorityClasses.
 
 use std::net::SocketAddr;
 
@@ -41,6 +41,15 @@ pub(crate) fn ensure(st: &mut State, addr: SocketAddr) {
     }
     for obj in api_services(st) {
         upsert(st, API_SERVICES, "", obj, true);
+    }
+    for obj in crate::admission::priority::system_classes() {
+        upsert(
+            st,
+            crate::admission::priority::PRIORITY_CLASSES,
+            "",
+            obj,
+            false,
+        );
     }
     sync_crd_api_services(st);
 }

@@ -252,6 +252,9 @@ pub(crate) fn kind_errors(
         ("", "persistentvolumeclaims") => errs.extend(storage::claim_errors(obj)),
         ("", "persistentvolumes") => errs.extend(storage::volume_errors(obj)),
         ("storage.k8s.io", "storageclasses") => errs.extend(storage::class_errors(obj)),
+        ("scheduling.k8s.io", "priorityclasses") => {
+            errs.extend(crate::admission::priority::class_errors(obj));
+        }
         ("apps", "deployments" | "replicasets") => {
             selector_errors(&obj["spec"], &mut errs);
             if let Some(r) = obj["spec"].get("replicas")
@@ -423,6 +426,9 @@ pub(crate) fn update_errors(
         ("", "persistentvolumeclaims") => errs.extend(storage::claim_update_errors(old, new)),
         ("storage.k8s.io", "storageclasses") => {
             errs.extend(storage::class_update_errors(old, new));
+        }
+        ("scheduling.k8s.io", "priorityclasses") => {
+            errs.extend(crate::admission::priority::class_update_errors(old, new));
         }
         ("", "configmaps" | "secrets") if old["immutable"] == true => {
             if new["immutable"] != true {

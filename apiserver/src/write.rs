@@ -407,6 +407,13 @@ pub(crate) fn create(
         crate::defaults::apply(&req.res.group, &req.res.plural, &mut obj);
     }
     let review = admission::mutate(st, req, None, &mut obj, early)?;
+    match (req.res.group.as_str(), req.res.plural.as_str()) {
+        ("", "pods") => admission::priority::admit_pod(st, req, &mut obj)?,
+        ("scheduling.k8s.io", "priorityclasses") => {
+            admission::priority::admit_class(st, req, &obj)?;
+        }
+        _ => {}
+    }
     // Given before the strategy's step and validation, as kube's storage
     // fills the system fields (a Job's selector is made of the uid).
     meta_mut(&mut obj).insert("uid".into(), Value::String(object::new_uid()));
@@ -608,6 +615,9 @@ pub(crate) fn commit_update(
     let name = object::name(&old.value).to_owned();
     crate::defaults::apply(&req.res.group, &req.res.plural, &mut new);
     let review = admission::mutate(st, req, Some(&old.value), &mut new, None)?;
+    if req.res.group == "scheduling.k8s.io" && req.res.plural == "priorityclasses" {
+        admission::priority::admit_class(st, req, &new)?;
+    }
     allocate(st, req, &name, Some(&old.value), &mut new)?;
     validate_all(req, &review, &new, &name, Some(&old.value))?;
     if old.obj.attrs.deleting {
@@ -735,6 +745,15 @@ pub(crate) fn delete(
         return Err(ApiError::forbidden(
             req.target(name),
             "this namespace may not be deleted",
+        ));
+    }
+    if req.res.group == "scheduling.k8s.io"
+        && req.res.plural == "priorityclasses"
+        && admission::priority::is_system_class(name)
+    {
+        return Err(ApiError::forbidden(
+            req.target(name),
+            "this is a system priority class and cannot be deleted",
         ));
     }
     let mut new = old.value();

@@ -952,3 +952,97 @@ async fn claims_get_the_default_class_and_are_held_to_kubes_rules() {
         "{err}"
     );
 }
+
+/// Priority as a cluster has it: the system classes are there and cannot
+/// be deleted; a pod gets its class's priority (0 with none) and the
+/// default not-ready/unreachable tolerations; a class that does not exist
+/// is a 403; a user's class is at most one billion, and one is the
+/// global default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pods_get_their_priority_and_classes_are_held_to_kubes_rules() {
+    let k = Kube::new().await;
+    let classes = k.ok(&["get", "priorityclasses"]);
+    assert!(
+        classes.contains("system-node-critical") && classes.contains("2000001000"),
+        "{classes}"
+    );
+    let err = k.fail(
+        &["delete", "priorityclass", "system-cluster-critical"],
+        None,
+    );
+    assert!(
+        err.contains("this is a system priority class and cannot be deleted"),
+        "{err}"
+    );
+    k.ok(&["create", "priorityclass", "high", "--value=1000"]);
+    let err = k.fail(
+        &["create", "priorityclass", "huge", "--value=2000000000"],
+        None,
+    );
+    assert!(
+        err.contains("maximum allowed value of a user defined priority is 1000000000"),
+        "{err}"
+    );
+    k.ok(&[
+        "create",
+        "priorityclass",
+        "batch",
+        "--value=10",
+        "--global-default",
+    ]);
+    let err = k.fail(
+        &[
+            "create",
+            "priorityclass",
+            "second",
+            "--value=20",
+            "--global-default",
+        ],
+        None,
+    );
+    assert!(
+        err.contains(
+            "PriorityClass batch is already marked as default. Only one default can exist"
+        ),
+        "{err}"
+    );
+
+    let pod = |name: &str, class: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n{class}  \
+             containers: [{{name: c, image: nginx}}]\n"
+        )
+    };
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some(&pod("urgent", "  priorityClassName: high\n")),
+    );
+    let urgent = k.json(&["get", "pod", "urgent"]);
+    assert_eq!(urgent["spec"]["priority"], 1000, "{urgent}");
+    assert_eq!(urgent["spec"]["preemptionPolicy"], "PreemptLowerPriority");
+    let keys: Vec<&str> = urgent["spec"]["tolerations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "node.kubernetes.io/not-ready",
+            "node.kubernetes.io/unreachable"
+        ]
+    );
+    k.ok_in(&["apply", "-f", "-"], Some(&pod("plain", "")));
+    let plain = k.json(&["get", "pod", "plain"]);
+    assert_eq!(plain["spec"]["priorityClassName"], "batch", "{plain}");
+    assert_eq!(plain["spec"]["priority"], 10, "{plain}");
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some(&pod("lost", "  priorityClassName: gold\n")),
+    );
+    assert!(
+        err.contains("no PriorityClass with name gold was found"),
+        "{err}"
+    );
+}

@@ -7,7 +7,8 @@
 //!    pod requests defaulted to limits, limit range items defaulted;
 //! 2. [`mutate`], before validation: unparsable quantities are a `400`,
 //!    new pods get their LimitRange defaults, new claims the default
-//!    StorageClass; it returns the [`Review`] of
+//!    StorageClass (then, in `write.rs`, new pods their priority and
+//!    default tolerations: [`priority`]); it returns the [`Review`] of
 //!    the write, which holds a pod's quantities parsed once for every
 //!    later step;
 //! 3. [`validation_errors`], inside validation: the `422`s;
@@ -22,6 +23,7 @@
 //! in `windlass_selector::quota` (shared with the `resourcequota` plugin).
 
 mod limit_range;
+pub(crate) mod priority;
 mod requirements;
 mod resource_quota;
 mod storage_class;
