@@ -151,8 +151,9 @@ fn a_deployment_schedules_rolls_out_and_rolls_back() {
             .and_then(|e| e["message"].as_str())
             .unwrap_or_default()
             .to_owned();
-        let want = "0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 3 node(s) didn't match pod anti-affinity rules.";
-        message.starts_with(want).then_some(()).ok_or(message)
+        let want = "0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 3 node(s) didn't match pod anti-affinity rules. \
+                    preemption: 0/4 nodes are available: 1 Preemption is not helpful for scheduling, 3 No preemption victims found for incoming pod..";
+        (message == want).then_some(()).ok_or(message)
     });
     c.ok(&["-n", "shop", "scale", "deploy/web", "--replicas=3"], None);
 
@@ -1106,6 +1107,72 @@ spec:
     c.stop();
 }
 
+/// Priority and preemption: a pod of a high PriorityClass that fits
+/// nowhere has the scheduler delete a pod of lower priority where that
+/// makes room (`Preempted` on the victim, the node nominated on the pod),
+/// then runs there; the victim's replacement waits, as it cannot preempt
+/// a pod of higher priority.
+#[test]
+fn a_pod_of_higher_priority_preempts_a_lower_one() {
+    let c = cluster();
+    let pod = |name: &str, class: &str, cpu: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  {class}\
+             terminationGracePeriodSeconds: 1\n  nodeSelector: {{kubernetes.io/hostname: node-c1}}\n  \
+             containers: [{{name: c, image: nginx, resources: {{requests: {{cpu: \"{cpu}\"}}}}}}]\n"
+        )
+    };
+    c.ok(&["create", "priorityclass", "high", "--value=1000"], None);
+    c.ok(&["apply", "-f", "-"], Some(&pod("filler", "", "1500m")));
+    c.eventually("the filler runs on node-c1", WAIT, || {
+        let p = c.json(&["pod", "filler"]);
+        (p["status"]["phase"] == "Running")
+            .then_some(())
+            .ok_or(format!("{}", p["status"]))
+    });
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(&pod("urgent", "priorityClassName: high\n  ", "1")),
+    );
+    c.eventually("the urgent pod runs where the filler was", WAIT, || {
+        let p = c.json(&["pod", "urgent"]);
+        (p["status"]["phase"] == "Running" && node_of(&p) == "node-c1")
+            .then_some(())
+            .ok_or(format!("{}", p["status"]))
+    });
+    let urgent = c.json(&["pod", "urgent"]);
+    assert_eq!(urgent["spec"]["priority"], 1000);
+    assert_eq!(urgent["status"]["nominatedNodeName"], "node-c1", "{urgent}");
+    let preempted = c.items(&[
+        "events",
+        "--field-selector",
+        "involvedObject.name=filler,reason=Preempted",
+    ]);
+    let said = preempted
+        .first()
+        .and_then(|e| e["message"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let uid = urgent["metadata"]["uid"].as_str().unwrap();
+    assert_eq!(said, format!("Preempted by pod {uid} on node node-c1"));
+    assert!(
+        c.items(&["pods"])
+            .iter()
+            .all(|p| p["metadata"]["name"] != "filler"),
+        "the victim is gone"
+    );
+
+    // Back again, the filler cannot preempt a pod of higher priority.
+    c.ok(&["apply", "-f", "-"], Some(&pod("filler", "", "1500m")));
+    c.eventually("the filler waits, with no victims to find", WAIT, || {
+        let said = c.ok(&["describe", "pod", "filler"], None);
+        said.contains("preemption: 0/4 nodes are available: 1 No preemption victims found for incoming pod, 3 Preemption is not helpful for scheduling..")
+            .then_some(())
+            .ok_or(said)
+    });
+    c.stop();
+}
+
 /// A pod that fits on no node stays Pending, saying why per node, and is
 /// scheduled (and runs) once a node it fits on is added.
 #[test]
@@ -1136,8 +1203,9 @@ spec:
             .unwrap_or_default()
             .to_owned();
         // kube sorts the counted reasons as strings.
-        let want = "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 3 Insufficient cpu.";
-        message.starts_with(want).then_some(()).ok_or(message)
+        let want = "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 3 Insufficient cpu. \
+                    preemption: 0/4 nodes are available: 1 Preemption is not helpful for scheduling, 3 No preemption victims found for incoming pod..";
+        (message == want).then_some(()).ok_or(message)
     });
     c.ok(
         &["apply", "-f", "-"],

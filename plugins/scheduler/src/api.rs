@@ -117,6 +117,8 @@ pub(crate) struct Meta<'a> {
     #[serde(borrow, default)]
     pub(crate) namespace: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
+    pub(crate) uid: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
     pub(crate) resource_version: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub(crate) deletion_timestamp: Option<Cow<'a, str>>,
@@ -168,6 +170,11 @@ pub(crate) struct PodSpec<'a> {
     pub(crate) scheduling_gates: Vec<de::IgnoredAny>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     pub(crate) volumes: Vec<Volume<'a>>,
+    /// Set by the API server's Priority admission (0 if absent).
+    #[serde(default)]
+    pub(crate) priority: Option<i32>,
+    #[serde(borrow, default)]
+    pub(crate) preemption_policy: Option<Cow<'a, str>>,
 }
 
 /// A pod volume, as far as claims go: a PersistentVolumeClaim it names, or
@@ -375,9 +382,14 @@ pub(crate) struct SpreadConstraint<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct PodStatus<'a> {
     #[serde(borrow, default)]
     pub(crate) phase: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub(crate) start_time: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub(crate) nominated_node_name: Option<Cow<'a, str>>,
     /// Kept as text: a status write copies the ones it does not change.
     #[serde(borrow, default, deserialize_with = "nullable")]
     pub(crate) conditions: Vec<&'a RawValue>,

@@ -1,15 +1,17 @@
 //! A pod already bound to a node, as other pods' scheduling sees it through
 //! its index summary: where it runs, its namespace and labels (for other
-//! pods' affinity and spread rules), and its own affinity terms (its
+//! pods' affinity and spread rules), its own affinity terms (its
 //! anti-affinity may keep other pods away; its affinity terms add to their
-//! scores).
+//! scores), and what preemption weighs: its name and uid, priority,
+//! requests and start time.
 
 use crate::pod::PodInfo;
+use crate::requests::Requests;
 use crate::selector::{EncodedLabels, Labels};
 use crate::term::{self, Term};
 use crate::wire::{Reader, Writer};
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 const TERMINATING: u8 = 1;
 
 /// The four lists of pod affinity terms a pod can have.
@@ -30,6 +32,12 @@ pub(crate) struct BoundPod<'a> {
     /// Being deleted: still holds its resources, but no longer counts for
     /// topology spreading.
     pub(crate) terminating: bool,
+    pub(crate) name: &'a str,
+    pub(crate) uid: &'a str,
+    pub(crate) priority: i32,
+    pub(crate) requests: Requests,
+    /// `status.startTime`, `""` if unset.
+    pub(crate) start_time: &'a str,
     pub(crate) labels: EncodedLabels<'a>,
     terms: &'a [u8],
 }
@@ -46,6 +54,17 @@ impl<'a> BoundPod<'a> {
             flags |= TERMINATING;
         }
         w.u8(flags);
+        w.str(pod.name);
+        w.str(pod.uid);
+        w.ivar(i64::from(pod.priority));
+        for r in [
+            pod.requests.cpu,
+            pod.requests.memory,
+            pod.requests.ephemeral,
+        ] {
+            w.ivar(r);
+        }
+        w.str(pod.start_time.unwrap_or(""));
         EncodedLabels::write(&mut w, pod.labels);
         for list in [
             &pod.affinity,
@@ -67,11 +86,25 @@ impl<'a> BoundPod<'a> {
         let node = r.bytes()?;
         let namespace = r.str()?;
         let flags = r.u8()?;
+        let name = r.str()?;
+        let uid = r.str()?;
+        let priority = i32::try_from(r.ivar()?).ok()?;
+        let requests = Requests {
+            cpu: r.ivar()?,
+            memory: r.ivar()?,
+            ephemeral: r.ivar()?,
+        };
+        let start_time = r.str()?;
         let labels = EncodedLabels::read(&mut r)?;
         Some(Self {
             node,
             namespace,
             terminating: flags & TERMINATING != 0,
+            name,
+            uid,
+            priority,
+            requests,
+            start_time,
             labels,
             terms: r.rest(),
         })
@@ -107,18 +140,24 @@ mod tests {
 
     #[test]
     fn summaries_round_trip() {
-        let json = r#"{"metadata":{"name":"web-1","namespace":"prod","labels":{"app":"web"}},
+        let json = r#"{"metadata":{"name":"web-1","namespace":"prod","uid":"u1","labels":{"app":"web"}},
+          "status":{"startTime":"2026-01-01T00:00:00Z"},
           "spec":{"affinity":{
               "podAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[
                 {"weight":3,"podAffinityTerm":{"labelSelector":{"matchLabels":{"app":"db"}},"topologyKey":"zone"}}]},
               "podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[
-                {"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"kubernetes.io/hostname"}]}}}}"#;
+                {"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"kubernetes.io/hostname"}]}},
+            "priority":-5,
+            "containers":[{"resources":{"requests":{"cpu":"250m","memory":"1Ki"}}}]}}"#;
         let view: api::PodView<'_> = serde_json::from_str(json).unwrap();
         let pod = PodInfo::new(&view);
         let buf = BoundPod::encode(&pod, "n1", true);
         let b = BoundPod::decode(&buf).unwrap();
         assert_eq!((b.node, b.namespace), (&b"n1"[..], "prod"));
         assert!(b.terminating);
+        assert_eq!((b.name, b.uid, b.priority), ("web-1", "u1", -5));
+        assert_eq!((b.requests.cpu, b.requests.memory), (250, 1024));
+        assert_eq!(b.start_time, "2026-01-01T00:00:00Z");
         assert_eq!(b.label("app"), Some(&b"web"[..]));
         let terms = b.terms().unwrap();
         assert_eq!(terms.anti_affinity, pod.anti_affinity);

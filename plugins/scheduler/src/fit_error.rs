@@ -6,9 +6,8 @@
 //! `"<count> <reason>"` strings sorted as strings, joined by `, `.
 //!
 //! kube-scheduler then appends what preemption found (`preemption: 0/3
-//! nodes are available: 3 Preemption is not helpful for scheduling.`).
-//! This scheduler does not preempt, so it says nothing about preemption
-//! rather than claim it was tried.
+//! nodes are available: 3 Preemption is not helpful for scheduling.`,
+//! see `preemption`).
 
 use std::collections::HashMap;
 
@@ -38,6 +37,21 @@ pub(crate) fn message(nodes: usize, reasons: impl IntoIterator<Item = String>) -
         msg.push('.');
     }
     msg
+}
+
+/// `message` with what a post-filter (preemption) said, as upstream
+/// appends it (`<message> <post>.`, so a `post` ending in a full stop
+/// ends in two, as kube-scheduler's do).
+pub(crate) fn with_post_filter(message: String, post: &str) -> String {
+    format!("{message} {post}.")
+}
+
+/// The message when a pre-filter rejects the pod outright, with what
+/// preemption says of it (no node can help).
+pub(crate) fn pre_filter_rejection(nodes: usize, reason: &str) -> String {
+    let helpless = std::iter::repeat_n(crate::preemption::NOT_HELPFUL.to_owned(), nodes);
+    let post = format!("preemption: {}", message(nodes, helpless));
+    with_post_filter(pre_filter_message(nodes, reason), &post)
 }
 
 /// The message when a pre-filter rejects the pod outright.

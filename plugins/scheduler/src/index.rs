@@ -64,6 +64,9 @@ fn index_pod(view: &api::PodView<'_>) -> Option<IndexEntry> {
     if info.has_pod_affinity {
         e = e.key(keys::AFFINITY);
     }
+    if info.priority < 0 {
+        e = e.key(keys::NEGATIVE_PRIORITY);
+    }
     let terminating = view.metadata.deletion_timestamp.is_some();
     if let Some(owner) = info.spread_owner.filter(|_| !terminating) {
         e = e.key(keys::owned_on(owner, node));

@@ -36,6 +36,9 @@ pub(crate) fn shard_of(name: &str) -> u64 {
 pub(crate) const ALL: &str = "all";
 /// Bound pods with pod affinity or anti-affinity (`PodsWithAffinity`).
 pub(crate) const AFFINITY: &str = "aff";
+/// Bound pods with a priority below zero: what a pod of priority 0 (the
+/// default) could preempt. With none, such a pod does not look for victims.
+pub(crate) const NEGATIVE_PRIORITY: &str = "prio<0";
 /// Pending pods the scheduler could not place.
 pub(crate) const UNSCHEDULABLE: &str = "unsched";
 /// Those of them that another pod being bound can help.

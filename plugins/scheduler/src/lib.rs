@@ -12,6 +12,8 @@
 //! - `schedule`: one decision (pre-filter, filter, score, select).
 //! - `plugins`: the filters and scores, one file per kube-scheduler plugin.
 //! - `volumes`: `VolumeBinding`, for pods with PersistentVolumeClaims.
+//! - `preemption`: `DefaultPreemption`, for a pod that fits nowhere but
+//!   would where pods of lower priority are deleted.
 //! - `fit_error`, `status`: the message and condition of a pod that does not fit.
 //! - `index`, `keys`: how Nodes and Pods are filed, and which pending pods a change requeues.
 //! - `node`, `pod`, `bound`, `term`, `selector`, `requests`, `quantity`: the model.
@@ -26,6 +28,7 @@ mod keys;
 mod node;
 mod plugins;
 mod pod;
+mod preemption;
 mod quantity;
 mod requests;
 mod schedule;
@@ -46,8 +49,8 @@ mod testutil;
 use std::time::Duration;
 
 use windlass_sdk::{
-    Controller, Error, Event, Grant, IndexEntry, Manifest, Object, ObjectRef, Outcome, Request,
-    Watch,
+    Controller, DeleteOptions, Error, Event, Grant, IndexEntry, Manifest, Object, ObjectRef,
+    Outcome, Request, Watch,
 };
 
 use schedule::Decision;
@@ -139,7 +142,7 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     let decision = match claims.as_ref().map(PodVolumes::pre_filter) {
         Some(Err(reason)) => {
             let nodes = HostCache.node_count()?;
-            Decision::Unschedulable(fit_error::pre_filter_message(nodes, &reason))
+            Decision::Unschedulable(fit_error::pre_filter_rejection(nodes, &reason))
         }
         Some(Ok(filter)) => {
             pod.volumes = Some(filter);
@@ -149,6 +152,15 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     };
     let (reason, message) = match decision {
         Decision::Bind(node) => return Ok(bind(&pod, &key, &node)),
+        Decision::Preempt {
+            node,
+            victims,
+            message,
+        } => {
+            return Ok(preempt(
+                &pod, &view, key, &node, &victims, &message, req.now,
+            ));
+        }
         Decision::Unschedulable(message) => (status::UNSCHEDULABLE, message),
         Decision::NoNodes => (status::SCHEDULER_ERROR, fit_error::NO_NODES.to_owned()),
     };
@@ -158,6 +170,37 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
         out = out.patch_status(key, patch);
     }
     Ok(out)
+}
+
+/// Preemption's writes, in upstream's order: each victim deleted (its uid
+/// as precondition, its grace period kept) with a `Preempted` event, then
+/// the preemptor's `FailedScheduling` and its `nominatedNodeName`.
+fn preempt(
+    pod: &pod::PodInfo<'_>,
+    view: &api::PodView<'_>,
+    key: ObjectRef,
+    node: &str,
+    victims: &[preemption::Victim],
+    message: &str,
+    now: windlass_sdk::Time,
+) -> Outcome {
+    let mut out = Outcome::new();
+    for v in victims {
+        let target = ObjectRef::new("v1", "Pod", &v.namespace, &v.name);
+        let why = format!("Preempted by pod {} on node {node}", pod.uid);
+        out = out
+            .delete_with(target.clone(), DeleteOptions::new().uid(&v.uid))
+            .event(Event::normal("Preempted", why).regarding(target));
+    }
+    let message = fit_error::truncate(message);
+    out = out.event(Event::warning("FailedScheduling", message.clone()));
+    let condition = status::not_scheduled_patch(view, status::UNSCHEDULABLE, &message, now);
+    if condition.is_some() || pod.nominated_node != Some(node) {
+        let mut patch = condition.unwrap_or_else(|| json!({}));
+        patch["status"]["nominatedNodeName"] = json!(node);
+        out = out.patch_status(key, patch);
+    }
+    out
 }
 
 /// The pod's binding to `node`; first, when claims of the pod wait for

@@ -115,6 +115,16 @@ impl<'a> SpreadConstraint<'a> {
 pub(crate) struct PodInfo<'a> {
     pub(crate) namespace: &'a str,
     pub(crate) name: &'a str,
+    pub(crate) uid: &'a str,
+    /// `spec.priority` (0 when unset).
+    pub(crate) priority: i32,
+    /// `preemptionPolicy` is not `Never`.
+    pub(crate) preempts: bool,
+    /// `status.startTime`, RFC 3339 (preemption spares pods started
+    /// earlier, at equal priority).
+    pub(crate) start_time: Option<&'a str>,
+    /// `status.nominatedNodeName`: where an earlier preemption made room.
+    pub(crate) nominated_node: Option<&'a str>,
     pub(crate) labels: &'a api::StrMap<'a>,
     pub(crate) node_name: Option<&'a str>,
     pub(crate) node_selector: &'a api::StrMap<'a>,
@@ -190,6 +200,15 @@ impl<'a> PodInfo<'a> {
         Self {
             namespace,
             name: &meta.name,
+            uid: meta.uid.as_deref().unwrap_or(""),
+            priority: spec.priority.unwrap_or(0),
+            preempts: spec.preemption_policy.as_deref() != Some("Never"),
+            start_time: view.status.start_time.as_deref(),
+            nominated_node: view
+                .status
+                .nominated_node_name
+                .as_deref()
+                .filter(|n| !n.is_empty()),
             labels,
             node_name: spec.node_name.as_deref().filter(|n| !n.is_empty()),
             node_selector: &spec.node_selector,

@@ -24,6 +24,7 @@ use crate::plugins::{
     node_unschedulable, pod_topology_spread, taint_toleration, weight,
 };
 use crate::pod::PodInfo;
+use crate::preemption;
 use crate::snapshot::{Cluster, Lookups, Snapshot, Stats};
 
 /// Below this many nodes, every node is looked at (`minFeasibleNodesToFind`).
@@ -44,6 +45,13 @@ pub enum Decision {
     Bind(String),
     /// It fits nowhere: the `FailedScheduling` message.
     Unschedulable(String),
+    /// It fits nowhere, but will on `node` once `victims`, of lower
+    /// priority, are gone (`message`: why it fits nowhere now).
+    Preempt {
+        node: String,
+        victims: Vec<preemption::Victim>,
+        message: String,
+    },
     /// There are no nodes at all.
     NoNodes,
 }
@@ -144,7 +152,7 @@ pub(crate) fn decide(
             .filter(|&i| names.iter().any(|n| n.as_bytes() == snap.nodes[i].name))
             .collect(),
         node_affinity::PreFilter::Conflict => {
-            return Ok(Decision::Unschedulable(fit_error::pre_filter_message(
+            return Ok(Decision::Unschedulable(fit_error::pre_filter_rejection(
                 snap.nodes.len(),
                 node_affinity::REASON_CONFLICT,
             )));
@@ -203,7 +211,23 @@ pub(crate) fn decide(
                 std::iter::repeat_n(node_affinity::REASON_NOT_PRE_FILTERED, absent)
                     .map(str::to_owned),
             );
-            Ok(Decision::Unschedulable(fit_error::message(all, reasons)))
+            let message = fit_error::message(all, reasons);
+            let others = |node: &NodeInfo<'_>| filters.after_resources(node);
+            let failed = preemption::Failed {
+                short: &search.short,
+                repelled: &search.repelled,
+                all,
+            };
+            match preemption::preempt(pod, &snap, &failed, &others, cluster)? {
+                preemption::Outcome::Victims { node, victims } => Ok(Decision::Preempt {
+                    node,
+                    victims,
+                    message,
+                }),
+                preemption::Outcome::Failed(why) => Ok(Decision::Unschedulable(
+                    fit_error::with_post_filter(message, &why),
+                )),
+            }
         }
         1 => Ok(Decision::Bind(
             snap.nodes[search.feasible[0].0].name_str().to_owned(),
@@ -222,6 +246,18 @@ struct Filters<'f, 'p, 'a> {
     affinity: &'f inter_pod_affinity::FilterState<'a>,
 }
 
+impl Filters<'_, '_, '_> {
+    /// The filters after `NodeResourcesFit`, in the profile's order.
+    fn after_resources(&self, node: &NodeInfo<'_>) -> Option<Reason> {
+        let pod = self.pod;
+        pod.volumes
+            .as_ref()
+            .and_then(|v| v.filter(node))
+            .or_else(|| self.spread.filter(pod, node))
+            .or_else(|| self.affinity.filter(pod, node))
+    }
+}
+
 /// The search for feasible nodes: the nodes found and the reasons of the
 /// others, by node index in the snapshot.
 struct Search {
@@ -229,6 +265,12 @@ struct Search {
     start: usize,
     feasible: Vec<(usize, Usage)>,
     failed: Vec<(usize, Reason)>,
+    /// The failed nodes that lacked only resources, with their usage:
+    /// where preemption may help.
+    short: Vec<(usize, Usage)>,
+    /// The failed nodes where pod anti-affinity kept the pod out: where
+    /// upstream's preemption looks too (see `preemption`).
+    repelled: Vec<(usize, Reason)>,
 }
 
 impl Search {
@@ -238,6 +280,8 @@ impl Search {
             start,
             feasible: Vec::with_capacity(want.min(1024)),
             failed: Vec::new(),
+            short: Vec::new(),
+            repelled: Vec::new(),
         }
     }
 
@@ -280,12 +324,18 @@ impl Search {
                     break;
                 }
                 let node = &snap.nodes[i];
-                let reason = node_resources::filter(pod, &node.allocatable, &u)
-                    .or_else(|| pod.volumes.as_ref().and_then(|v| v.filter(node)))
-                    .or_else(|| f.spread.filter(pod, node))
-                    .or_else(|| f.affinity.filter(pod, node));
-                match reason {
-                    Some(r) => self.failed.push((i, r)),
+                if let Some(r) = node_resources::filter(pod, &node.allocatable, &u) {
+                    self.failed.push((i, r));
+                    self.short.push((i, u));
+                    continue;
+                }
+                match f.after_resources(node) {
+                    Some(r) => {
+                        if matches!(r, Reason::AntiAffinity | Reason::ExistingAntiAffinity) {
+                            self.repelled.push((i, r));
+                        }
+                        self.failed.push((i, r));
+                    }
                     None => self.feasible.push((i, u)),
                 }
             }

@@ -229,7 +229,7 @@ fn a_batch_never_exceeds_capacity() {
         assert_eq!(
             failed_scheduling(out),
             [
-                "0/3 nodes are available: 3 Insufficient cpu, 3 Insufficient memory, 3 Too many pods."
+                "0/3 nodes are available: 3 Insufficient cpu, 3 Insufficient memory, 3 Too many pods. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.."
             ],
             "{name}"
         );
@@ -263,7 +263,7 @@ fn required_anti_affinity_spreads_replicas_and_leaves_the_extra_one_pending() {
     nodes.sort();
     assert_eq!(nodes, ["n1", "n2", "n3"]);
     assert_eq!(node_of(&h, "web-3"), None);
-    let msg = "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules.";
+    let msg = "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod..";
     assert_eq!(failed_scheduling(&outs["web-3"]), [msg]);
     let cond = pod_scheduled(&h, "web-3").expect("PodScheduled");
     assert_eq!(cond["status"], "False");
@@ -308,7 +308,9 @@ fn a_pod_that_fits_nowhere_is_scheduled_once_a_fitting_node_is_added() {
     let out = h.reconcile_key(&key("big")).unwrap();
     assert_eq!(
         failed_scheduling(&out),
-        ["0/1 nodes are available: 1 Insufficient cpu."]
+        [
+            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.."
+        ]
     );
     h.apply_outcome(&key("big"), &out).unwrap();
     let cond = pod_scheduled(&h, "big").unwrap();

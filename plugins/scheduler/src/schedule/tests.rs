@@ -52,7 +52,7 @@ fn the_failure_message_counts_reasons_per_node() {
         d,
         unschedulable(
             "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, \
-             2 node(s) didn't match Pod's node affinity/selector."
+             2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
         )
     );
     // Tolerating the taint, it goes to the GPU node.
@@ -91,7 +91,7 @@ fn filters_run_in_the_default_profiles_order() {
         c.decide(&pod_json("p", &[], spec)).0,
         unschedulable(
             "0/3 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, \
-             1 node(s) had untolerated taint {t: }, 1 node(s) were unschedulable."
+             1 node(s) had untolerated taint {t: }, 1 node(s) were unschedulable. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.."
         )
     );
 }
@@ -115,7 +115,9 @@ fn resources_bound_to_a_node_count_against_it() {
     ));
     assert_eq!(
         c.decide(&pod_json("p", &[], &cpu("1"))).0,
-        unschedulable("0/2 nodes are available: 2 Insufficient cpu.")
+        unschedulable(
+            "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.."
+        )
     );
     // Finished pods hold nothing.
     let mut done: serde_json::Value =
@@ -145,7 +147,7 @@ fn pinned_node_names_narrow_the_search() {
     assert_eq!(
         c.decide(&pod_json("p", &[], &pinned(r#""gone""#))).0,
         unschedulable(
-            "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+            "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
         )
     );
     let conflict = r#"{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
@@ -153,7 +155,9 @@ fn pinned_node_names_narrow_the_search() {
                         {"key":"metadata.name","operator":"In","values":["n2"]}]}]}}}}"#;
     assert_eq!(
         c.decide(&pod_json("p", &[], conflict)).0,
-        unschedulable("0/3 nodes are available: pod affinity terms conflict.")
+        unschedulable(
+            "0/3 nodes are available: pod affinity terms conflict. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+        )
     );
 }
 
@@ -339,7 +343,7 @@ fn a_window_short_of_feasible_nodes_reads_the_rest() {
     assert_eq!(
         all_tainted.decide(&pod_json("p", &[], "{}")).0,
         unschedulable(
-            "0/150 nodes are available: 150 node(s) had untolerated taint {dedicated: x}."
+            "0/150 nodes are available: 150 node(s) had untolerated taint {dedicated: x}. preemption: 0/150 nodes are available: 150 Preemption is not helpful for scheduling.."
         )
     );
 }

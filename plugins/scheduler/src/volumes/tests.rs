@@ -80,7 +80,9 @@ fn a_missing_claim_or_one_that_binds_at_once_leaves_the_pod_unschedulable() {
     let out = h.reconcile_key(&key("db")).unwrap();
     assert_eq!(
         failed_scheduling(&out),
-        ["0/2 nodes are available: persistentvolumeclaim \"data\" not found."]
+        [
+            "0/2 nodes are available: persistentvolumeclaim \"data\" not found. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+        ]
     );
     h.apply_outcome(&key("db"), &out).unwrap();
     assert_eq!(pod_scheduled(&h, "db").unwrap()["status"], "False");
@@ -93,7 +95,9 @@ fn a_missing_claim_or_one_that_binds_at_once_leaves_the_pod_unschedulable() {
     let out = h.reconcile_key(&key("db")).unwrap();
     assert_eq!(
         failed_scheduling(&out),
-        ["0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims."]
+        [
+            "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+        ]
     );
 
     // Bound to a volume that is gone.
@@ -102,7 +106,7 @@ fn a_missing_claim_or_one_that_binds_at_once_leaves_the_pod_unschedulable() {
     assert_eq!(
         failed_scheduling(&out),
         [
-            "0/2 nodes are available: 2 node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)."
+            "0/2 nodes are available: 2 node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s). preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
         ]
     );
 }
@@ -130,7 +134,9 @@ fn a_bound_volume_takes_the_pod_to_a_node_it_admits() {
     let out = h.reconcile_key(&key("db")).unwrap();
     assert_eq!(
         failed_scheduling(&out),
-        ["0/2 nodes are available: 2 node(s) had volume node affinity conflict."]
+        [
+            "0/2 nodes are available: 2 node(s) had volume node affinity conflict. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+        ]
     );
 }
 
@@ -204,6 +210,8 @@ fn without_a_provisioner_the_pod_goes_where_a_free_volume_is() {
     let out = h.reconcile_key(&key("db")).unwrap();
     assert_eq!(
         failed_scheduling(&out),
-        ["0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind."]
+        [
+            "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+        ]
     );
 }
