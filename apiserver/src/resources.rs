@@ -139,7 +139,7 @@ v1 endpoints Endpoints namespaced ep -
 v1 persistentvolumeclaims PersistentVolumeClaim namespaced pvc status
 v1 persistentvolumes PersistentVolume cluster pv status
 v1 podtemplates PodTemplate namespaced - -
-v1 replicationcontrollers ReplicationController namespaced rc all,status
+v1 replicationcontrollers ReplicationController namespaced rc all,status,scale
 events.k8s.io/v1 events Event namespaced ev -
 apps/v1 deployments Deployment namespaced deploy all,status,scale
 apps/v1 replicasets ReplicaSet namespaced rs all,status,scale

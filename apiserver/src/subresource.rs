@@ -17,16 +17,7 @@ fn scale_of(res: &Resource, version: &str, v: &Value) -> Value {
     let at = |p: &str| p.split('.').fold(v, |cur, k| &cur[k]);
     let selector = match paths.label_selector.as_deref().map(at) {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Object(sel)) => sel
-            .get("matchLabels")
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .unwrap_or_default(),
+        Some(Value::Object(sel)) => selector_string(sel),
         _ => String::new(),
     };
     let m = &v["metadata"];
@@ -38,6 +29,55 @@ fn scale_of(res: &Resource, version: &str, v: &Value) -> Value {
         "spec": {"replicas": at(&paths.spec_replicas).as_i64().unwrap_or(0)},
         "status": {"replicas": at(&paths.status_replicas).as_i64().unwrap_or(0), "selector": selector},
     })
+}
+
+/// A selector as the Scale's `status.selector` gives it, in
+/// `labels.Selector.String()`'s form: requirements sorted by key, joined
+/// by `,` (`app=web,tier in (a,b)`). `sel` is a LabelSelector
+/// (`matchLabels`, `matchExpressions`) or, for a ReplicationController, a
+/// plain map of labels.
+fn selector_string(sel: &serde_json::Map<String, Value>) -> String {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let structured = sel.contains_key("matchLabels") || sel.contains_key("matchExpressions");
+    let labels = if structured {
+        sel.get("matchLabels").and_then(Value::as_object)
+    } else {
+        Some(sel)
+    };
+    let mut parts: Vec<(String, String)> = labels
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), format!("{k}={}", text(v))))
+        .collect();
+    for e in sel
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let key = text(&e["key"]);
+        let mut values: Vec<String> = e["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(text)
+            .collect();
+        values.sort();
+        let shown = match e["operator"].as_str().unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.clone(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => continue,
+        };
+        parts.push((key, shown));
+    }
+    parts.sort();
+    parts
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn set_path(v: &mut Value, path: &str, x: Value) {
@@ -289,5 +329,35 @@ mod bind_tests {
         let mut bare = json!({"metadata": {"name": "p"}, "spec": {}});
         super::bind(&mut bare, "n2", &serde_json::Value::Null);
         assert_eq!(bare["status"]["conditions"][0]["status"], "True");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::selector_string;
+
+    #[test]
+    fn selectors_read_as_kube_prints_them() {
+        let table = [
+            (
+                json!({"matchLabels": {"tier": "db", "app": "web"}}),
+                "app=web,tier=db",
+            ),
+            (
+                json!({"matchLabels": {"app": "web"}, "matchExpressions": [
+                    {"key": "zone", "operator": "In", "values": ["b", "a"]},
+                    {"key": "canary", "operator": "DoesNotExist"},
+                    {"key": "env", "operator": "NotIn", "values": ["dev"]},
+                    {"key": "gpu", "operator": "Exists"}]}),
+                "app=web,!canary,env notin (dev),gpu,zone in (a,b)",
+            ),
+            // A ReplicationController's selector is a plain map.
+            (json!({"app": "web", "tier": "db"}), "app=web,tier=db"),
+        ];
+        for (sel, want) in table {
+            assert_eq!(selector_string(sel.as_object().unwrap()), want, "{sel}");
+        }
     }
 }
