@@ -41,11 +41,16 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     Some((code, response.split_once("\r\n\r\n")?.1.to_owned()))
 }
 
-/// Runs kubectl with `kubeconfig`, `args` and `stdin`.
+/// Runs kubectl with `kubeconfig`, `args` and `stdin`. Its discovery
+/// cache is kept beside the kubeconfig: the default one, under `~/.kube`,
+/// is keyed by host and port, and a server of an earlier test on the same
+/// port would answer for this one for hours.
 pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(kubeconfig.with_file_name("kubectl-cache"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
