@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use windlass_tests::{Cluster, Proxy, Server};
 
-const PLUGINS: [&str; 11] = [
+const PLUGINS: [&str; 12] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -23,6 +23,7 @@ const PLUGINS: [&str; 11] = [
     "cronjob",
     "disruption",
     "persistentvolume",
+    "horizontalpodautoscaler",
 ];
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -1170,6 +1171,66 @@ fn a_pod_of_higher_priority_preempts_a_lower_one() {
             .then_some(())
             .ok_or(said)
     });
+    c.stop();
+}
+
+/// `kubectl autoscale` as on a cluster without metrics-server: the HPA
+/// brings the Deployment up to its minimum through the scale subresource,
+/// then reports why it cannot compute a replica count (`kubectl get hpa`
+/// shows `cpu: <unknown>/80%` and the replicas).
+#[test]
+fn an_hpa_keeps_its_target_within_bounds_without_metrics() {
+    let c = cluster();
+    c.ok(
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=1",
+        ],
+        None,
+    );
+    c.ok(
+        &[
+            "autoscale",
+            "deployment",
+            "web",
+            "--min=2",
+            "--max=5",
+            "--cpu-percent=80",
+        ],
+        None,
+    );
+    c.eventually("two pods Running, as the HPA's minimum", WAIT, || {
+        let n = running(&pods(&c, "default", "app=web")).len();
+        (n == 2).then_some(()).ok_or(format!("{n} running"))
+    });
+    c.eventually("the HPA says why it cannot scale on cpu", WAIT, || {
+        let hpa = c.json(&["hpa.v2.autoscaling", "web"]);
+        let active = hpa["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "ScalingActive")
+            .cloned()
+            .unwrap_or_default();
+        (hpa["status"]["currentReplicas"] == 2
+            && active["status"] == "False"
+            && active["reason"] == "FailedGetResourceMetric")
+            .then_some(())
+            .ok_or(format!("{}", hpa["status"]))
+    });
+    let table = c.ok(&["get", "hpa", "web"], None);
+    assert!(
+        table.contains("cpu: <unknown>/80%") && table.contains("Deployment/web"),
+        "{table}"
+    );
+    let said = c.ok(&["describe", "hpa", "web"], None);
+    assert!(
+        said.contains("New size: 2; reason: Current number of replicas below Spec.MinReplicas"),
+        "{said}"
+    );
     c.stop();
 }
 

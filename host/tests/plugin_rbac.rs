@@ -16,7 +16,7 @@ use serde_json::Value;
 use windlass_tests::authz::{self, Attributes, Role};
 use windlass_tests::{Cluster, Recorder, Server, kubectl, kubectl_ok};
 
-const PLUGINS: [&str; 12] = [
+const PLUGINS: [&str; 13] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -29,6 +29,7 @@ const PLUGINS: [&str; 12] = [
     "cronjob",
     "disruption",
     "persistentvolume",
+    "horizontalpodautoscaler",
 ];
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -203,6 +204,22 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "" persistentvolumes/status update,patch"#,
             r#"* "" pods get,list,watch"#,
             r#"* "storage.k8s.io" storageclasses get,list,watch"#,
+        ],
+        // reconciles autoscaling/v2 HorizontalPodAutoscaler, reads the
+        // scalable kinds, writes their scale
+        "horizontalpodautoscaler" => vec![
+            r#"* "" events create,patch"#,
+            r#"* "" replicationcontrollers get,list,watch"#,
+            r#"* "" replicationcontrollers/scale patch"#,
+            r#"* "apps" deployments get,list,watch"#,
+            r#"* "apps" deployments/scale patch"#,
+            r#"* "apps" replicasets get,list,watch"#,
+            r#"* "apps" replicasets/scale patch"#,
+            r#"* "apps" statefulsets get,list,watch"#,
+            r#"* "apps" statefulsets/scale patch"#,
+            r#"* "autoscaling" horizontalpodautoscalers create,update,patch,delete"#,
+            r#"* "autoscaling" horizontalpodautoscalers get,list,watch"#,
+            r#"* "autoscaling" horizontalpodautoscalers/status update,patch"#,
         ],
         other => panic!("no expectations for {other}"),
     }
@@ -535,6 +552,69 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
             .ok_or(format!("{running:?}"))
     })
     .await;
+    // An HPA brings the set up to its minimum through its scale.
+    k(&["-n", "shop", "autoscale", "sts", "db", "--min=3", "--max=4"]);
+    eventually("db-2 Running, as the HPA asks", &hosts, || {
+        let running = pods(&k)
+            .iter()
+            .filter(|p| p["status"]["phase"] == "Running")
+            .count();
+        (running == 3)
+            .then_some(())
+            .ok_or(format!("{running} running"))
+    })
+    .await;
+    k(&["-n", "shop", "delete", "hpa", "db"]);
+    // And a Deployment, a ReplicaSet and a ReplicationController, each
+    // through its own scale.
+    kubectl_ok(
+        &direct,
+        &["-n", "shop", "apply", "-f", "-"],
+        Some(
+            "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: bare}\nspec:\n  \
+             replicas: 1\n  selector: {matchLabels: {app: bare}}\n  template:\n    \
+             metadata: {labels: {app: bare}}\n    spec: {containers: [{name: c, image: c}]}\n\
+             ---\napiVersion: v1\nkind: ReplicationController\nmetadata: {name: legacy}\n\
+             spec:\n  replicas: 1\n  selector: {app: legacy}\n  template:\n    \
+             metadata: {labels: {app: legacy}}\n    spec: {containers: [{name: c, image: c}]}\n",
+        ),
+    );
+    k(&[
+        "-n",
+        "shop",
+        "create",
+        "deployment",
+        "auto",
+        "--image=nginx",
+        "--replicas=1",
+    ]);
+    for target in ["deployment/auto", "rs/bare", "rc/legacy"] {
+        k(&["-n", "shop", "autoscale", target, "--min=2", "--max=3"]);
+    }
+    eventually("each target scaled to its HPA's minimum", &hosts, || {
+        let replicas: Vec<i64> = ["deployment/auto", "rs/bare", "rc/legacy"]
+            .iter()
+            .map(|t| {
+                let o: Value =
+                    serde_json::from_str(&k(&["-n", "shop", "get", t, "-o", "json"])).unwrap();
+                o["spec"]["replicas"].as_i64().unwrap_or(0)
+            })
+            .collect();
+        (replicas == [2, 2, 2])
+            .then_some(())
+            .ok_or(format!("{replicas:?}"))
+    })
+    .await;
+    k(&["-n", "shop", "delete", "hpa", "--all"]);
+    k(&[
+        "-n",
+        "shop",
+        "delete",
+        "deployment/auto",
+        "rs/bare",
+        "rc/legacy",
+        "--wait=false",
+    ]);
     k(&["-n", "shop", "delete", "sts", "db", "--wait=false"]);
     no_pods_left("the set's pods are gone").await;
     eventually("the CronJob's Job completes", &hosts, || {
