@@ -516,22 +516,26 @@ fn visit_counted(st: &State, ns: &str, group: &str, resource: &str, visit: &mut 
     }
 }
 
+/// An empty state in memory, for the tests of admission's rules.
+#[cfg(test)]
+fn empty_state() -> State {
+    let history = crate::state::History {
+        events: 100,
+        bytes: usize::MAX,
+        buffer: 16,
+        commit_backlog: 10,
+    };
+    State::new(crate::storage::Storage::in_memory().0, 100, vec![], history)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::state::History;
-    use crate::storage::Storage;
 
     fn state() -> State {
-        let history = History {
-            events: 100,
-            bytes: usize::MAX,
-            buffer: 16,
-            commit_backlog: 10,
-        };
-        State::new(Storage::in_memory().0, 100, vec![], history)
+        empty_state()
     }
 
     /// What `mutate` gives a pod without LimitRanges.

@@ -65,8 +65,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::state::History;
-    use crate::storage::Storage;
 
     fn class(name: &str, created: &str, default: Option<&str>) -> Value {
         let mut c = json!({
@@ -81,13 +79,7 @@ mod tests {
     }
 
     fn state(classes: &[Value]) -> State {
-        let history = History {
-            events: 100,
-            bytes: usize::MAX,
-            buffer: 16,
-            commit_backlog: 10,
-        };
-        let mut st = State::new(Storage::in_memory().0, 100, vec![], history);
+        let mut st = super::super::empty_state();
         for c in classes {
             let name = c["metadata"]["name"].as_str().unwrap();
             st.write(STORAGE_CLASSES, "", name, Some(c.clone()));

@@ -4,17 +4,9 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::state::History;
-use crate::storage::Storage;
 
 fn state(classes: &[Value]) -> State {
-    let history = History {
-        events: 100,
-        bytes: usize::MAX,
-        buffer: 16,
-        commit_backlog: 10,
-    };
-    let mut st = State::new(Storage::in_memory().0, 100, vec![], history);
+    let mut st = crate::admission::empty_state();
     for c in classes {
         let name = c["metadata"]["name"].as_str().unwrap().to_owned();
         st.write(PRIORITY_CLASSES, "", &name, Some(c.clone()));
