@@ -157,9 +157,7 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
             victims,
             message,
         } => {
-            return Ok(preempt(
-                &pod, &view, key, &node, &victims, &message, req.now,
-            ));
+            return preempt(&pod, &view, key, &node, &victims, &message, req.now);
         }
         Decision::Unschedulable(message) => (status::UNSCHEDULABLE, message),
         Decision::NoNodes => (status::SCHEDULER_ERROR, fit_error::NO_NODES.to_owned()),
@@ -172,9 +170,10 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     Ok(out)
 }
 
-/// Preemption's writes, in upstream's order: each victim deleted (its uid
-/// as precondition, its grace period kept) with a `Preempted` event, then
-/// the preemptor's `FailedScheduling` and its `nominatedNodeName`.
+/// Preemption's writes, in upstream's order: each victim marked with the
+/// `DisruptionTarget` condition and deleted (its uid as precondition, its
+/// grace period kept) with a `Preempted` event, then the preemptor's
+/// `FailedScheduling` and its `nominatedNodeName`.
 fn preempt(
     pod: &pod::PodInfo<'_>,
     view: &api::PodView<'_>,
@@ -183,10 +182,16 @@ fn preempt(
     victims: &[preemption::Victim],
     message: &str,
     now: windlass_sdk::Time,
-) -> Outcome {
+) -> Result<Outcome, Error> {
     let mut out = Outcome::new();
     for v in victims {
         let target = ObjectRef::new("v1", "Pod", &v.namespace, &v.name);
+        if let Some(victim) = windlass_sdk::cache::get(&target)? {
+            out = out.patch_status(
+                target.clone(),
+                status::disruption_target_patch(&victim, now),
+            );
+        }
         let why = format!("Preempted by pod {} on node {node}", pod.uid);
         out = out
             .delete_with(target.clone(), DeleteOptions::new().uid(&v.uid))
@@ -200,7 +205,7 @@ fn preempt(
         patch["status"]["nominatedNodeName"] = json!(node);
         out = out.patch_status(key, patch);
     }
-    out
+    Ok(out)
 }
 
 /// The pod's binding to `node`; first, when claims of the pod wait for

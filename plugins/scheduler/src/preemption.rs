@@ -16,6 +16,8 @@
 //! filter deleting pods cannot change), `No preemption victims found for
 //! incoming pod`, or what the node still lacks with every victim gone.
 //!
+//! Each victim gets the `DisruptionTarget` condition (`PreemptionByScheduler`)
+//! and is deleted with its grace period; the pod is nominated to the node.
 //! A pod with `preemptionPolicy: Never` does not preempt, and a pod whose
 //! nominated node still has lower-priority pods terminating waits for
 //! them rather than preempting more. Not modelled: PodDisruptionBudgets

@@ -64,6 +64,34 @@ pub(crate) fn not_scheduled_patch(
     }))
 }
 
+/// The status patch that marks a victim of preemption as upstream does
+/// before deleting it: the `DisruptionTarget` condition (reason
+/// `PreemptionByScheduler`), the victim's other conditions kept, and its
+/// `resourceVersion`, so that a patch of a stale copy conflicts.
+pub(crate) fn disruption_target_patch(victim: &windlass_sdk::Object, now: Time) -> Value {
+    let mut conditions: Vec<Value> = victim
+        .get("status.conditions")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .filter(|c| c["type"] != "DisruptionTarget")
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    conditions.push(json!({
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": format!("{}: preempting to accommodate a higher priority pod", crate::pod::SCHEDULER_NAME),
+        "lastTransitionTime": now.to_rfc3339(),
+    }));
+    json!({
+        "metadata": {"resourceVersion": victim.resource_version().unwrap_or("")},
+        "status": {"conditions": conditions},
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -78,6 +78,24 @@ fn a_higher_priority_pod_preempts_as_few_and_as_unimportant_pods_as_it_can() {
     );
     h.apply_outcome(&key("urgent"), &out).unwrap();
     assert_eq!(nominated(&h, "urgent").as_deref(), Some("n1"));
+    // Marked before it goes, as upstream marks a victim.
+    let late = h.get(&key("late")).expect("terminating, not gone yet");
+    let marked = late
+        .get("status.conditions")
+        .and_then(|c| c.as_array())
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "DisruptionTarget"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(marked["reason"], "PreemptionByScheduler", "{late:?}");
+    assert_eq!(
+        marked["message"],
+        "default-scheduler: preempting to accommodate a higher priority pod"
+    );
+    assert_eq!(
+        late.get_str("status.phase"),
+        Some("Running"),
+        "other status kept"
+    );
 
     // The victim terminating: the pod waits for it, preempting no more.
     let out = h.reconcile_key(&key("urgent")).unwrap();
