@@ -12,7 +12,7 @@
 
 use hyper::Response;
 use serde_json::{Value, json};
-use windlass_selector::LabelSelector;
+use windlass_selector::{LabelSelector, selector_text};
 
 use crate::context::Ctx;
 use crate::request::{self as rq, RespBody};
@@ -178,39 +178,11 @@ fn too_many(cause: String) -> ApiError {
 /// Whether a policy/v1 budget's `selector` selects pods labelled `labels`:
 /// a missing selector selects none, an empty one every pod.
 fn selects(selector: &Value, labels: &Value) -> bool {
-    let Some(sel) = selector.as_object() else {
-        return false;
-    };
-    let mut terms: Vec<String> = sel
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-        .collect();
-    for e in sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = e["key"].as_str().unwrap_or_default();
-        let values: Vec<&str> = e["values"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        terms.push(match e["operator"].as_str().unwrap_or_default() {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.to_owned(),
-            "DoesNotExist" => format!("!{key}"),
-            _ => return false,
-        });
-    }
-    LabelSelector::parse(&terms.join(","))
-        .is_ok_and(|s| s.matches(|k| labels.get(k).and_then(Value::as_str)))
+    selector
+        .as_object()
+        .and_then(selector_text)
+        .and_then(|text| LabelSelector::parse(&text).ok())
+        .is_some_and(|s| s.matches(|k| labels.get(k).and_then(Value::as_str)))
 }
 
 /// The pod's `Ready` condition is `True`.

@@ -3,6 +3,7 @@
 
 use hyper::{Method, Response};
 use serde_json::{Value, json};
+use windlass_selector::selector_text;
 
 use crate::context::Ctx;
 use crate::patch::{self, PatchKind};
@@ -32,52 +33,18 @@ fn scale_of(res: &Resource, version: &str, v: &Value) -> Value {
 }
 
 /// A selector as the Scale's `status.selector` gives it, in
-/// `labels.Selector.String()`'s form: requirements sorted by key, joined
-/// by `,` (`app=web,tier in (a,b)`). `sel` is a LabelSelector
-/// (`matchLabels`, `matchExpressions`) or, for a ReplicationController, a
-/// plain map of labels.
+/// `labels.Selector.String()`'s form (`app=web,tier in (a,b)`). `sel` is a
+/// LabelSelector (`matchLabels`, `matchExpressions`) or, for a
+/// ReplicationController, a plain map of labels.
 fn selector_string(sel: &serde_json::Map<String, Value>) -> String {
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     let structured = sel.contains_key("matchLabels") || sel.contains_key("matchExpressions");
-    let labels = if structured {
-        sel.get("matchLabels").and_then(Value::as_object)
+    let text = if structured {
+        selector_text(sel)
     } else {
-        Some(sel)
+        let labels = json!({"matchLabels": sel});
+        labels.as_object().and_then(selector_text)
     };
-    let mut parts: Vec<(String, String)> = labels
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| (k.clone(), format!("{k}={}", text(v))))
-        .collect();
-    for e in sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = text(&e["key"]);
-        let mut values: Vec<String> = e["values"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(text)
-            .collect();
-        values.sort();
-        let shown = match e["operator"].as_str().unwrap_or_default() {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.clone(),
-            "DoesNotExist" => format!("!{key}"),
-            _ => continue,
-        };
-        parts.push((key, shown));
-    }
-    parts.sort();
-    parts
-        .into_iter()
-        .map(|(_, p)| p)
-        .collect::<Vec<_>>()
-        .join(",")
+    text.unwrap_or_default()
 }
 
 fn set_path(v: &mut Value, path: &str, x: Value) {

@@ -124,6 +124,42 @@ impl FromStr for LabelSelector {
     }
 }
 
+/// The text form of a `metav1.LabelSelector` (`matchLabels`,
+/// `matchExpressions`), as `LabelSelectorAsSelector(..).String()` prints
+/// it: requirements sorted by key, values sorted (`app=web,tier in
+/// (a,b),!canary`). `None` for an operator kube does not know.
+pub fn selector_text(selector: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    let labels = selector.get("matchLabels").and_then(|m| m.as_object());
+    let mut parts: Vec<(String, String)> = labels
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), format!("{k}={}", text(v))))
+        .collect();
+    let expressions = selector.get("matchExpressions").and_then(|e| e.as_array());
+    for e in expressions.into_iter().flatten() {
+        let key = text(&e["key"]);
+        let mut values: Vec<String> = e["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(text)
+            .collect();
+        values.sort();
+        let shown = match e["operator"].as_str().unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.clone(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => return None,
+        };
+        parts.push((key, shown));
+    }
+    parts.sort();
+    let parts: Vec<String> = parts.into_iter().map(|(_, p)| p).collect();
+    Some(parts.join(","))
+}
+
 impl fmt::Display for LabelSelector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, r) in self.requirements.iter().enumerate() {

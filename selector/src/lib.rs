@@ -23,7 +23,7 @@ pub mod quota;
 pub mod resources;
 
 pub use field::{FieldRequirement, FieldSelector};
-pub use label::{LabelSelector, Operator, Requirement};
+pub use label::{LabelSelector, Operator, Requirement, selector_text};
 pub use pod_resources::{
     ContainerResources, PodResources, QosClass, has_pod_level_resources, pod_limits, pod_requests,
     qos_class,
