@@ -21,14 +21,47 @@ pub const HASH_LABEL: &str = "controller-revision-hash";
 pub fn template_hash(template: &Value) -> String {
     let mut text = String::new();
     canonical(template, &mut text);
-    let mut h: u32 = 0x811c_9dc5;
-    for b in text.bytes() {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
+    let mut h = Fnv32a::new();
+    h.write(text.as_bytes());
+    safe_encode(&h.finish().to_string())
+}
+
+/// 32-bit FNV-1a (Go's `fnv.New32a`), the hash kube's controllers name
+/// templates by.
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv32a(u32);
+
+impl Default for Fnv32a {
+    fn default() -> Self {
+        Self::new()
     }
+}
+
+impl Fnv32a {
+    /// The hash of nothing yet.
+    pub fn new() -> Self {
+        Self(0x811c_9dc5)
+    }
+
+    /// Hashes `bytes` in.
+    pub fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u32::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0193);
+        }
+    }
+
+    /// The hash so far.
+    pub fn finish(&self) -> u32 {
+        self.0
+    }
+}
+
+/// Upstream's `rand.SafeEncodeString`: each character mapped into an
+/// alphabet without vowels or look-alikes, so a name never spells a word.
+pub fn safe_encode(s: &str) -> String {
     const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    h.to_string()
-        .bytes()
+    s.bytes()
         .map(|b| ALPHANUMS[usize::from(b) % ALPHANUMS.len()] as char)
         .collect()
 }
@@ -140,4 +173,22 @@ pub fn history<'a>(
         revision,
         writes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv_matches_the_reference_values() {
+        let mut h = Fnv32a::new();
+        h.write(b"");
+        assert_eq!(h.finish(), 0x811c_9dc5);
+        let mut h = Fnv32a::new();
+        h.write(b"a");
+        assert_eq!(h.finish(), 0xe40c_292c);
+        let mut h = Fnv32a::new();
+        h.write(b"foobar");
+        assert_eq!(h.finish(), 0xbf9c_f968);
+    }
 }

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
+use windlass_sdk::revision::{Fnv32a, safe_encode};
 
 use crate::model::TEMPLATE_HASH;
 
@@ -100,7 +101,7 @@ pub(crate) fn hash(template: &Template, collision_count: Option<i64>) -> String 
         // As upstream: the count as 4 little-endian bytes.
         h.write(&(c as u32).to_le_bytes());
     }
-    safe_encode(&h.0.to_string())
+    safe_encode(&h.finish().to_string())
 }
 
 /// The quick, text-level check: the specs written the same, every other
@@ -246,31 +247,6 @@ fn canonical(v: &Value, at: Place, out: &mut String) {
     }
 }
 
-/// 32-bit FNV-1a.
-struct Fnv32a(u32);
-
-impl Fnv32a {
-    fn new() -> Self {
-        Self(0x811c_9dc5)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u32::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0193);
-        }
-    }
-}
-
-/// Upstream's `rand.SafeEncodeString`: each character mapped into an
-/// alphabet without vowels or look-alikes, so a name never spells a word.
-fn safe_encode(s: &str) -> String {
-    const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    s.bytes()
-        .map(|b| ALPHANUMS[usize::from(b) % ALPHANUMS.len()] as char)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -379,18 +355,5 @@ mod tests {
         // A collision count makes a different name, and each count another.
         assert_ne!(hash(&a, Some(0)), h);
         assert_ne!(hash(&a, Some(1)), hash(&a, Some(0)));
-    }
-
-    #[test]
-    fn fnv_matches_the_reference_values() {
-        let mut h = Fnv32a::new();
-        h.write(b"");
-        assert_eq!(h.0, 0x811c_9dc5);
-        let mut h = Fnv32a::new();
-        h.write(b"a");
-        assert_eq!(h.0, 0xe40c_292c);
-        let mut h = Fnv32a::new();
-        h.write(b"foobar");
-        assert_eq!(h.0, 0xbf9c_f968);
     }
 }
