@@ -447,6 +447,19 @@ impl Object {
             .find(|c| c["type"] == type_)
     }
 
+    /// When the condition `type_` became `True`: its `lastTransitionTime`,
+    /// or `now` if it has none that parses; `None` unless it is `True`.
+    /// (A pod's `Ready` since then counts toward `minReadySeconds`.)
+    pub fn true_since(&self, type_: &str, now: crate::Time) -> Option<crate::Time> {
+        let c = self.condition(type_).filter(|c| c["status"] == "True")?;
+        Some(
+            c["lastTransitionTime"]
+                .as_str()
+                .and_then(crate::Time::parse)
+                .unwrap_or(now),
+        )
+    }
+
     /// The boolean at a dotted path.
     pub fn get_bool(&self, path: &str) -> Option<bool> {
         self.get(path)?.as_bool()

@@ -31,15 +31,7 @@ pub(crate) struct DaemonPod {
 
 impl DaemonPod {
     pub(crate) fn of(o: &Object, hash: &str, min_ready: Duration, now: Time) -> Self {
-        let ready_since = o
-            .condition("Ready")
-            .filter(|c| c["status"] == "True")
-            .map(|c| {
-                c["lastTransitionTime"]
-                    .as_str()
-                    .and_then(Time::parse)
-                    .unwrap_or(now)
-            });
+        let ready_since = o.true_since("Ready", now);
         let deleting = o.is_being_deleted();
         let failed = matches!(o.get_str("status.phase"), Some("Failed" | "Succeeded"));
         let ready = ready_since.is_some() && !deleting && !failed;

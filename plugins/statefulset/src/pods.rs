@@ -30,15 +30,7 @@ pub(crate) struct SetPod {
 impl SetPod {
     pub(crate) fn of(o: &Object, set: &str, min_ready: std::time::Duration, now: Time) -> Self {
         let phase = o.get_str("status.phase").unwrap_or_default();
-        let ready_since = o
-            .condition("Ready")
-            .filter(|c| c["status"] == "True")
-            .map(|c| {
-                c["lastTransitionTime"]
-                    .as_str()
-                    .and_then(Time::parse)
-                    .unwrap_or(now)
-            });
+        let ready_since = o.true_since("Ready", now);
         let terminating = o.is_being_deleted();
         let running_ready = phase == "Running" && ready_since.is_some() && !terminating;
         let available_at = ready_since.filter(|_| running_ready).map(|t| t + min_ready);
