@@ -199,14 +199,7 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
             } else {
                 if policy == "Replace" {
                     for c in active.drain(..) {
-                        out = out.delete_with(
-                            c.object.object_ref(),
-                            DeleteOptions::new().propagation(Propagation::Background),
-                        );
-                        events.push(Event::normal(
-                            "SuccessfulDelete",
-                            format!("Deleted job {}", c.object.name()),
-                        ));
+                        out = delete_job(out, &mut events, c);
                     }
                 }
                 out = out.apply(new_job(cj, &name, at)?);
@@ -258,17 +251,22 @@ fn prune_history(
         }
         done.sort_by_key(|c| c.sort_time());
         for c in &done[..done.len() - limit] {
-            out = out.delete_with(
-                c.object.object_ref(),
-                DeleteOptions::new().propagation(Propagation::Background),
-            );
-            events.push(Event::normal(
-                "SuccessfulDelete",
-                format!("Deleted job {}", c.object.name()),
-            ));
+            out = delete_job(out, events, c);
         }
     }
     out
+}
+
+/// Deletes the Job of `c` with its pods, saying so as upstream does.
+fn delete_job(out: Outcome, events: &mut Vec<Event>, c: &Child) -> Outcome {
+    events.push(Event::normal(
+        "SuccessfulDelete",
+        format!("Deleted job {}", c.object.name()),
+    ));
+    out.delete_with(
+        c.object.object_ref(),
+        DeleteOptions::new().propagation(Propagation::Background),
+    )
 }
 
 /// A Job for the time `at` from `spec.jobTemplate`.
