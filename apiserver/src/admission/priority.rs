@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::causes::{self as field, Causes};
 use crate::scope::Req;
-use crate::state::State;
+use crate::state::{Obj, State};
 use crate::status::{ApiError, ApiResult};
 
 /// Where PriorityClasses are stored.
@@ -73,7 +73,7 @@ fn priority(st: &State, req: &Req<'_>, pod: &mut Value) -> ApiResult<()> {
         .map(str::to_owned);
     let class = match &named {
         Some(name) => match st.get(PRIORITY_CLASSES, "", name) {
-            Some(c) => Some(c.value()),
+            Some(c) => Some(Class::of_stored(&c)),
             None => {
                 return Err(forbidden(format!(
                     "no PriorityClass with name {name} was found"
@@ -82,14 +82,10 @@ fn priority(st: &State, req: &Req<'_>, pod: &mut Value) -> ApiResult<()> {
         },
         None => global_default(st),
     };
-    let value = class
+    let value = class.as_ref().map_or(0, |c| c.value);
+    let policy = class
         .as_ref()
-        .map_or(0, |c| c["value"].as_i64().unwrap_or(0));
-    let policy = class.as_ref().map_or(PREEMPT_LOWER_PRIORITY, |c| {
-        c["preemptionPolicy"]
-            .as_str()
-            .unwrap_or(PREEMPT_LOWER_PRIORITY)
-    });
+        .map_or(PREEMPT_LOWER_PRIORITY, |c| c.policy.as_str());
     let spec = &mut pod["spec"];
     if let Some(given) = spec["priority"].as_i64()
         && given != value
@@ -108,21 +104,49 @@ fn priority(st: &State, req: &Req<'_>, pod: &mut Value) -> ApiResult<()> {
         )));
     }
     if let (None, Some(class)) = (&named, &class) {
-        spec["priorityClassName"] = class["metadata"]["name"].clone();
+        spec["priorityClassName"] = json!(class.name);
     }
     spec["priority"] = json!(value);
     spec["preemptionPolicy"] = json!(policy);
     Ok(())
 }
 
+/// What admission reads of a PriorityClass, read once per stored version
+/// of it (`Obj::derived`): every pod create looks at the classes.
+#[derive(Clone)]
+struct Class {
+    name: String,
+    value: i64,
+    policy: String,
+    global_default: bool,
+}
+
+impl Class {
+    fn of(class: &Value) -> Self {
+        Self {
+            name: crate::object::name(class).to_owned(),
+            value: class["value"].as_i64().unwrap_or(0),
+            policy: class["preemptionPolicy"]
+                .as_str()
+                .unwrap_or(PREEMPT_LOWER_PRIORITY)
+                .to_owned(),
+            global_default: class["globalDefault"] == true,
+        }
+    }
+
+    fn of_stored(class: &Obj) -> Self {
+        class.derived(Class::of).into_owned()
+    }
+}
+
 /// The global default class: of several, the one with the lowest value
 /// (as upstream's `getDefaultPriorityClass`).
-fn global_default(st: &State) -> Option<Value> {
+fn global_default(st: &State) -> Option<Class> {
     st.list(PRIORITY_CLASSES, None)
         .iter()
-        .map(|c| c.value())
-        .filter(|c| c["globalDefault"] == true)
-        .min_by_key(|c| c["value"].as_i64().unwrap_or(0))
+        .map(|c| Class::of_stored(c))
+        .filter(|c| c.global_default)
+        .min_by_key(|c| c.value)
 }
 
 fn default_toleration_seconds(pod: &mut Value) {
@@ -165,11 +189,11 @@ pub(crate) fn admit_class(st: &State, req: &Req<'_>, class: &Value) -> ApiResult
     }
     let name = crate::object::name(class);
     match global_default(st) {
-        Some(other) if crate::object::name(&other) != name => Err(ApiError::forbidden(
+        Some(other) if other.name != name => Err(ApiError::forbidden(
             req.target(name),
             &format!(
                 "PriorityClass {} is already marked as default. Only one default can exist",
-                crate::object::name(&other)
+                other.name
             ),
         )),
         _ => Ok(()),
