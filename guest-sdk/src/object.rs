@@ -447,6 +447,32 @@ impl Object {
             .find(|c| c["type"] == type_)
     }
 
+    /// Whether the `metav1.LabelSelector` `selector` (`matchLabels`,
+    /// `matchExpressions`) picks this object by its labels. An empty
+    /// selector picks everything; an unknown operator, nothing.
+    pub fn selected_by(&self, selector: &Value) -> bool {
+        let labels_ok = selector["matchLabels"]
+            .as_object()
+            .is_none_or(|m| m.iter().all(|(k, v)| self.label(k) == v.as_str()));
+        let expressions_ok = selector["matchExpressions"].as_array().is_none_or(|es| {
+            es.iter().all(|e| {
+                let value = self.label(e["key"].as_str().unwrap_or_default());
+                let values: Vec<&str> = e["values"]
+                    .as_array()
+                    .map(|v| v.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                match e["operator"].as_str().unwrap_or_default() {
+                    "In" => value.is_some_and(|v| values.contains(&v)),
+                    "NotIn" => value.is_none_or(|v| !values.contains(&v)),
+                    "Exists" => value.is_some(),
+                    "DoesNotExist" => value.is_none(),
+                    _ => false,
+                }
+            })
+        });
+        labels_ok && expressions_ok
+    }
+
     /// When the condition `type_` became `True`: its `lastTransitionTime`,
     /// or `now` if it has none that parses; `None` unless it is `True`.
     /// (A pod's `Ready` since then counts toward `minReadySeconds`.)

@@ -82,31 +82,9 @@ windlass_sdk::export!(DisruptionController);
 /// Whether the label selector `selector` picks `pod`. As `policy/v1`: no
 /// selector picks nothing, an empty one every pod.
 fn selects(selector: Option<&Value>, pod: &Object) -> bool {
-    let Some(sel) = selector.filter(|s| s.is_object()) else {
-        return false;
-    };
-    let labels = |k: &str| pod.label(k);
-    let labels_ok = sel["matchLabels"]
-        .as_object()
-        .is_none_or(|m| m.iter().all(|(k, v)| labels(k) == v.as_str()));
-    let exprs_ok = sel["matchExpressions"].as_array().is_none_or(|es| {
-        es.iter().all(|e| {
-            let key = e["key"].as_str().unwrap_or_default();
-            let values: Vec<&str> = e["values"]
-                .as_array()
-                .map(|v| v.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            match (e["operator"].as_str().unwrap_or_default(), labels(key)) {
-                ("In", Some(v)) => values.contains(&v),
-                ("In", None) => false,
-                ("NotIn", v) => v.is_none_or(|v| !values.contains(&v)),
-                ("Exists", v) => v.is_some(),
-                ("DoesNotExist", v) => v.is_none(),
-                _ => false,
-            }
-        })
-    });
-    labels_ok && exprs_ok
+    selector
+        .filter(|s| s.is_object())
+        .is_some_and(|s| pod.selected_by(s))
 }
 
 /// An int-or-percent against `total`, a percentage rounded up.

@@ -71,7 +71,7 @@ fn picked_by_selector(volume: &Object, claim: &Object) -> bool {
     claim
         .get("spec.selector")
         .filter(|s| s.is_object())
-        .is_none_or(|s| selector::selects(s, |k| volume.label(k)))
+        .is_none_or(|s| volume.selected_by(s))
 }
 
 /// Why `volume`, which `claim` names in `spec.volumeName`, cannot be bound

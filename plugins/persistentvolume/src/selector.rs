@@ -1,5 +1,5 @@
-//! Selectors the binder evaluates: a claim's label selector against a
-//! volume's labels, and a volume's node affinity against a node.
+//! A volume's node affinity, as the binder evaluates it against a node (a
+//! claim's label selector is `Object::selected_by`).
 //!
 //! The binder knows a node only by name (from the claim's
 //! `volume.kubernetes.io/selected-node`), so node affinity is checked
@@ -10,18 +10,6 @@ use serde_json::Value;
 use windlass_sdk::Object;
 
 use crate::fields::HOSTNAME_LABEL;
-
-/// Whether a `metav1.LabelSelector` picks an object whose labels `label`
-/// looks up. An empty selector picks everything.
-pub(crate) fn selects<'a>(selector: &Value, label: impl Fn(&str) -> Option<&'a str>) -> bool {
-    let labels_ok = selector["matchLabels"]
-        .as_object()
-        .is_none_or(|m| m.iter().all(|(k, v)| label(k) == v.as_str()));
-    let expressions_ok = selector["matchExpressions"]
-        .as_array()
-        .is_none_or(|es| es.iter().all(|e| holds(e, label(key_of(e)))));
-    labels_ok && expressions_ok
-}
 
 /// Whether `volume`'s `spec.nodeAffinity.required` admits the node `node`.
 /// No required affinity admits every node; otherwise one of the terms
