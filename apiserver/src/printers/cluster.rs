@@ -15,10 +15,11 @@ fn node_status(v: &Value) -> Value {
     let ready = v["status"]["conditions"]
         .as_array()
         .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+        // As kubectl prints it: `NotReady` for False and Unknown alike;
+        // `Unknown` only when the node has no Ready condition at all.
         .map(|c| match s(&c["status"]) {
             "True" => "Ready",
-            "False" => "NotReady",
-            _ => "Unknown",
+            _ => "NotReady",
         })
         .unwrap_or("Unknown");
     let mut status = ready.to_owned();

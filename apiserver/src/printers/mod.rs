@@ -166,6 +166,13 @@ mod tests {
             "Ready,SchedulingDisabled"
         );
         assert_eq!(cell("", "nodes", &node, "Roles"), "control-plane");
+        // kubectl prints `NotReady` for a Ready condition that is False or
+        // Unknown, and `Unknown` only for a node without one.
+        for (ready, want) in [("False", "NotReady"), ("Unknown", "NotReady")] {
+            let node = json!({"status": {"conditions": [{"type": "Ready", "status": ready}]}});
+            assert_eq!(cell("", "nodes", &node, "Status"), want, "{ready}");
+        }
+        assert_eq!(cell("", "nodes", &json!({}), "Status"), "Unknown");
         let svc = json!({"spec": {"type": "NodePort", "clusterIP": "10.0.0.1", "ports": [{"port": 80, "nodePort": 30080}]}});
         assert_eq!(cell("", "services", &svc, "Port(s)"), "80:30080/TCP");
         let ev = json!({"type": "Normal", "reason": "Scheduled", "message": "ok ", "involvedObject": {"kind": "Pod", "name": "p"}});
