@@ -70,6 +70,7 @@ extern crate self as windlass_sdk;
 #[cfg(any(all(target_arch = "wasm32", feature = "allocator"), test))]
 mod alloc;
 pub mod cache;
+pub mod duration;
 mod error;
 mod index;
 pub mod instance;

@@ -32,11 +32,10 @@
 //! `timeline.rs` (exits and restarts), `termination.rs` (grace periods),
 //! `taints.rs` (eviction), `summary.rs` (the index entries), `node_status.rs`
 //! and `lease.rs` (the node's own reports), and the small helpers
-//! `network.rs`, `qos.rs`, `quantity.rs`, `duration.rs`, `ids.rs`,
+//! `network.rs`, `qos.rs`, `quantity.rs`, `ids.rs`,
 //! `status.rs`, `view.rs` and `settings.rs`.
 
 mod conditions;
-mod duration;
 mod events;
 mod ids;
 mod lease;

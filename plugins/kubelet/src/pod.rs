@@ -19,7 +19,6 @@ use windlass_sdk::{Event, ObjectRef, Time};
 use crate::conditions::conditions;
 use crate::events::{events, killing};
 
-use crate::duration;
 use crate::ids;
 use crate::qos;
 use crate::status::{
@@ -28,6 +27,7 @@ use crate::status::{
 use crate::termination::Deletion;
 use crate::timeline::{Exit, RestartPolicy, Script, State, Timeline, backoff, whole_seconds};
 use crate::view::{Container, Ip, Pod, Str};
+use windlass_sdk::duration;
 
 /// Where a pod runs: what a kubelet knows about its own node.
 #[derive(Debug, Clone, Copy)]

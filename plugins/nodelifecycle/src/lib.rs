@@ -25,10 +25,9 @@
 //! Files: `reconcile.rs` (one node's reconcile), `health.rs` (conditions),
 //! `taints.rs` (conditions to taints), `eviction.rs` (tolerations),
 //! `pods.rs` (a node's pods), `podgc.rs` (force deletion and orphans), and
-//! the helpers `conditions.rs`, `view.rs`, `settings.rs`, `duration.rs`.
+//! the helpers `conditions.rs`, `view.rs` and `settings.rs`.
 
 mod conditions;
-mod duration;
 mod eviction;
 mod health;
 mod podgc;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer};
 use windlass_sdk::{Error, instance};
 
-use crate::duration;
+use windlass_sdk::duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]

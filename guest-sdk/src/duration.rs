@@ -1,13 +1,19 @@
-//! Go durations: parsing `windlass.dev/exit-after` (`30s`, `1m30s`, `500ms`)
-//! and printing the back-off in kubelet's messages (`10s`, `1m20s`, `5m0s`).
+//! Go durations (`time.ParseDuration`), as Kubernetes writes them in
+//! annotations, settings and messages: `30s`, `1m30s`, `500ms`.
 
 use std::time::Duration;
 
 /// Parses a Go duration (`time.ParseDuration`): a sequence of decimal
 /// numbers, each with an optional fraction and a unit (`ns`, `us`, `µs`,
 /// `ms`, `s`, `m`, `h`), e.g. `1h2m3.5s`; a bare `0` is zero. Negative
-/// durations are refused: a container cannot exit before it starts.
-pub(crate) fn parse(text: &str) -> Option<Duration> {
+/// durations are refused.
+///
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(windlass_sdk::duration::parse("1m30s"), Some(Duration::from_secs(90)));
+/// assert_eq!(windlass_sdk::duration::parse("-1s"), None);
+/// ```
+pub fn parse(text: &str) -> Option<Duration> {
     let mut rest = text.trim();
     rest = rest.strip_prefix('+').unwrap_or(rest);
     if rest == "0" {
@@ -64,7 +70,7 @@ pub(crate) fn parse(text: &str) -> Option<Duration> {
 
 /// A whole number of seconds as Go prints a `time.Duration`: `10s`,
 /// `1m20s`, `5m0s`, `1h0m0s`.
-pub(crate) fn format_secs(secs: u64) -> String {
+pub fn format_secs(secs: u64) -> String {
     let (h, m, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
     match (h, m) {
         (0, 0) => format!("{s}s"),
