@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use windlass_tests::{Cluster, Proxy, Server};
 
-const PLUGINS: [&str; 12] = [
+const PLUGINS: [&str; 13] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -24,6 +24,7 @@ const PLUGINS: [&str; 12] = [
     "disruption",
     "persistentvolume",
     "horizontalpodautoscaler",
+    "nodelifecycle",
 ];
 const WAIT: Duration = Duration::from_secs(90);
 

@@ -203,7 +203,7 @@ fn the_image_volume_overlay_mounts_plugins_from_an_image() {
 }
 
 /// The plugins this repository ships, as `overlays/example-plugins` runs them.
-const EXAMPLES: [&str; 13] = [
+const EXAMPLES: [&str; 14] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -217,6 +217,7 @@ const EXAMPLES: [&str; 13] = [
     "disruption",
     "persistentvolume",
     "horizontalpodautoscaler",
+    "nodelifecycle",
 ];
 
 /// `windlass plugin rbac` of built plugins.
@@ -271,7 +272,7 @@ fn the_example_plugins_overlay_carries_exactly_their_generated_rbac() {
     assert!(
         committed == generated,
         "deploy/kubernetes/overlays/example-plugins/rbac.yaml is not what the plugins' manifests \
-         ask for: regenerate it with\n  windlass plugin rbac target/plugins/{{deployment,replicaset,scheduler,kubelet,resourcequota,endpoints,job,daemonset,statefulset,cronjob,disruption,persistentvolume,horizontalpodautoscaler}}.wasm \
+         ask for: regenerate it with\n  windlass plugin rbac target/plugins/{{deployment,replicaset,scheduler,kubelet,resourcequota,endpoints,job,daemonset,statefulset,cronjob,disruption,persistentvolume,horizontalpodautoscaler,nodelifecycle}}.wasm \
          > deploy/kubernetes/overlays/example-plugins/rbac.yaml\ngenerated:\n{generated}"
     );
 

@@ -16,7 +16,7 @@ use serde_json::Value;
 use windlass_tests::authz::{self, Attributes, Role};
 use windlass_tests::{Cluster, Recorder, Server, kubectl, kubectl_ok};
 
-const PLUGINS: [&str; 13] = [
+const PLUGINS: [&str; 14] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -30,6 +30,7 @@ const PLUGINS: [&str; 13] = [
     "disruption",
     "persistentvolume",
     "horizontalpodautoscaler",
+    "nodelifecycle",
 ];
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -220,6 +221,17 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "autoscaling" horizontalpodautoscalers create,update,patch,delete"#,
             r#"* "autoscaling" horizontalpodautoscalers get,list,watch"#,
             r#"* "autoscaling" horizontalpodautoscalers/status update,patch"#,
+        ],
+        // reconciles v1 Node; reads bound Pods and the nodes' Leases
+        "nodelifecycle" => vec![
+            r#"* "" events create,patch"#,
+            r#"* "" nodes create,update,patch,delete"#,
+            r#"* "" nodes get,list,watch"#,
+            r#"* "" nodes/status update,patch"#,
+            r#"* "" pods create,update,patch,delete"#,
+            r#"* "" pods get,list,watch"#,
+            r#"* "" pods/status update,patch"#,
+            r#"kube-node-lease "coordination.k8s.io" leases get,list,watch"#,
         ],
         other => panic!("no expectations for {other}"),
     }
