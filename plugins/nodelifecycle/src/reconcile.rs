@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use windlass_sdk::{Error, Event, ObjectRef, Outcome, Request, Time, cache};
 
 use crate::health::{self, Ready};
@@ -98,11 +98,17 @@ pub(crate) fn reconcile(req: &Request) -> Result<Outcome, Error> {
     }
     let mut out = Outcome::new();
     if taints.changed {
+        // No taints left: the field goes, as the real server drops an empty
+        // list (`omitempty`), rather than staying as `taints: []`.
+        let list = match taints.list.is_empty() {
+            true => Value::Null,
+            false => Value::Array(taints.list),
+        };
         out = out.merge_patch(
             node_ref,
             json!({
                 "metadata": {"resourceVersion": rv},
-                "spec": {"taints": taints.list},
+                "spec": {"taints": list},
             }),
         );
     }

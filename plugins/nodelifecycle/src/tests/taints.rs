@@ -115,3 +115,18 @@ fn nothing_is_written_when_the_taints_are_right() {
     let stored = h.get(&node_key()).unwrap();
     assert_eq!(stored.get("spec.taints"), Some(&taints));
 }
+
+#[test]
+fn the_last_taint_removed_removes_the_field() {
+    // Uncordoned: the unschedulable taint goes, and with it `spec.taints`
+    // (the real server drops an empty list), not `taints: []`.
+    let mut h = harness([node(vec![cond("Ready", "True", 0)], |n| {
+        n["spec"]["taints"] =
+            json!([{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]);
+    })]);
+    let out = step(&mut h, 1);
+    let (_, patch) = patches(&out, &node_key()).first().cloned().unwrap();
+    assert_eq!(patch["spec"]["taints"], Value::Null, "{patch}");
+    let stored = h.get(&node_key()).unwrap();
+    assert_eq!(stored.get("spec.taints"), None);
+}
