@@ -81,6 +81,7 @@ mod outcome;
 mod refs;
 mod request;
 pub mod revision;
+pub mod taints;
 pub mod template;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use windlass_sdk::Object;
+use windlass_sdk::{Object, taints};
 
 /// What upstream decides for one node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,21 +139,17 @@ fn requirement(r: &Value, value: Option<&String>) -> bool {
 /// Whether toleration `tol` tolerates `taint` (upstream's
 /// `ToleratesTaint`).
 fn tolerates(tol: &Value, taint: &Value) -> bool {
-    let effect = tol["effect"].as_str().unwrap_or_default();
-    if !effect.is_empty() && taint["effect"] != effect {
-        return false;
-    }
-    let key = tol["key"].as_str().unwrap_or_default();
-    if !key.is_empty() && taint["key"] != key {
-        return false;
-    }
-    match tol["operator"].as_str().unwrap_or("Equal") {
-        "Exists" => true,
-        "Equal" | "" => {
-            tol["value"].as_str().unwrap_or_default() == taint["value"].as_str().unwrap_or_default()
-        }
-        _ => false,
-    }
+    let toleration = taints::Toleration {
+        key: tol["key"].as_str().unwrap_or_default(),
+        operator: tol["operator"].as_str().unwrap_or_default(),
+        value: tol["value"].as_str().unwrap_or_default(),
+        effect: tol["effect"].as_str().unwrap_or_default(),
+    };
+    toleration.tolerates(&taints::Taint {
+        key: taint["key"].as_str().unwrap_or_default(),
+        value: taint["value"].as_str().unwrap_or_default(),
+        effect: taint["effect"].as_str().unwrap_or_default(),
+    })
 }
 
 /// The tolerations every daemon pod gets (upstream's
