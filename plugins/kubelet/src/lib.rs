@@ -30,7 +30,7 @@
 //! Files: `reconcile.rs` (one node's reconcile), `pod.rs` (one pod's sync,
 //! with `conditions.rs` and `events.rs`),
 //! `timeline.rs` (exits and restarts), `termination.rs` (grace periods),
-//! `taints.rs` (eviction), `summary.rs` (the index entries), `node_status.rs`
+//! `summary.rs` (the index entries), `node_status.rs`
 //! and `lease.rs` (the node's own reports), and the small helpers
 //! `network.rs`, `qos.rs`, `quantity.rs`, `ids.rs`,
 //! `status.rs`, `view.rs` and `settings.rs`.
@@ -48,7 +48,6 @@ mod reconcile;
 mod settings;
 mod status;
 mod summary;
-mod taints;
 mod termination;
 mod timeline;
 mod view;

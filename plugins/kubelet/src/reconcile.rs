@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use windlass_sdk::taints::{self, Eviction, StoredTaint};
 use windlass_sdk::{
     DeleteOptions, Error, Event, KindRef, Object, ObjectRef, Outcome, Request, Time, Write, cache,
     log,
@@ -23,8 +24,7 @@ use crate::pod::{self, Place, earliest, pod_ref};
 use crate::settings::Settings;
 use crate::status::Cond;
 use crate::summary::Summary;
-use crate::taints::{self, Verdict};
-use crate::view::{Node, Pod, Taint};
+use crate::view::{Node, Pod};
 
 /// The shortest wait the outcome asks for, so that a due time in the past
 /// cannot spin the key.
@@ -56,7 +56,7 @@ pub(crate) fn reconcile(req: &Request) -> Result<Outcome, Error> {
         return Ok(Outcome::new().merge_patch(node_ref, patch));
     }
     let node_ip = node_status::node_ip(&node, network::node_ip(cidr));
-    let taints: Vec<Taint<'_>> = node
+    let taints: Vec<StoredTaint<'_>> = node
         .spec
         .taints
         .iter()
@@ -152,7 +152,7 @@ pub(crate) fn cidr_key(cidr: Cidr) -> String {
 /// The pods of one node, synced.
 struct Pods<'n> {
     node: &'n str,
-    taints: &'n [Taint<'n>],
+    taints: &'n [StoredTaint<'n>],
     host_ip: &'n str,
     now: Time,
 }
@@ -206,18 +206,17 @@ impl Pods<'_> {
                 continue;
             }
             if tainted && pod.metadata.deletion_timestamp.is_none() {
-                match taints::verdict(self.taints, &pod.spec.tolerations) {
-                    Verdict::Evict => {
+                match taints::no_execute(self.taints, &pod.spec.tolerations, self.now) {
+                    Eviction::Now => {
                         self.evict(&pod, &mut out)?;
                         continue;
                     }
-                    Verdict::EvictAt(at) if at <= self.now => {
-                        self.evict(&pod, &mut out)?;
-                        continue;
+                    Eviction::At { at, unstamped } => {
+                        // Stamped, the taint's time stays put.
+                        out.stamp_taints |= unstamped;
+                        *due = earliest(*due, Some(at));
                     }
-                    Verdict::EvictAt(at) => *due = earliest(*due, Some(at)),
-                    Verdict::NeedsTimeAdded => out.stamp_taints = true,
-                    Verdict::Stays => {}
+                    Eviction::Stays => {}
                 }
             }
             let settings = match settings {

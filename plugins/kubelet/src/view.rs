@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
+use windlass_sdk::taints::StoredToleration;
 
 use crate::status::ContainerStatus;
 
@@ -107,7 +108,7 @@ pub(crate) struct PodSpec<'a> {
     #[serde(borrow, default, deserialize_with = "nullable")]
     pub readiness_gates: Vec<ReadinessGate<'a>>,
     #[serde(borrow, default, deserialize_with = "nullable")]
-    pub tolerations: Vec<Toleration<'a>>,
+    pub tolerations: Vec<StoredToleration<'a>>,
     #[serde(default)]
     pub host_network: Option<bool>,
 }
@@ -169,21 +170,6 @@ pub(crate) struct Resources<'a> {
 pub(crate) struct ReadinessGate<'a> {
     #[serde(borrow, default)]
     pub condition_type: Str<'a>,
-}
-
-#[derive(Deserialize, Default, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Toleration<'a> {
-    #[serde(borrow, default)]
-    pub key: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub operator: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub value: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub effect: Option<Str<'a>>,
-    #[serde(default)]
-    pub toleration_seconds: Option<i64>,
 }
 
 /// A pod's status as stored. Conditions stay JSON text: the kubelet
@@ -287,19 +273,6 @@ pub(crate) struct NodeSpec<'a> {
     pub taints: Vec<&'a RawValue>,
     #[serde(borrow, default, rename = "podCIDR")]
     pub pod_cidr: Option<Str<'a>>,
-}
-
-#[derive(Deserialize, Default, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Taint<'a> {
-    #[serde(borrow, default)]
-    pub key: Str<'a>,
-    #[serde(borrow, default)]
-    pub value: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub effect: Str<'a>,
-    #[serde(borrow, default)]
-    pub time_added: Option<Str<'a>>,
 }
 
 #[derive(Deserialize, Default)]

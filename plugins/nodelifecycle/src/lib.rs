@@ -23,12 +23,11 @@
 //! node's reconcile reads no pod.
 //!
 //! Files: `reconcile.rs` (one node's reconcile), `health.rs` (conditions),
-//! `taints.rs` (conditions to taints), `eviction.rs` (tolerations),
+//! `taints.rs` (conditions to taints),
 //! `pods.rs` (a node's pods), `podgc.rs` (force deletion and orphans), and
 //! the helpers `conditions.rs`, `view.rs` and `settings.rs`.
 
 mod conditions;
-mod eviction;
 mod health;
 mod podgc;
 mod pods;

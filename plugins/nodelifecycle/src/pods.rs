@@ -1,7 +1,7 @@
 //! What happens to the pods of a node that is not healthy: their `Ready`
 //! condition set to `False` when the node is not ready (upstream's
-//! `MarkPodsNotReady`), eviction by `NoExecute` taints (see
-//! `eviction.rs`), and force deletion of terminating pods on an
+//! `MarkPodsNotReady`), eviction by `NoExecute` taints (through
+//! `windlass_sdk::taints::no_execute`), and force deletion of terminating pods on an
 //! out-of-service node (PodGC's `gcTerminating`, see `podgc.rs`).
 //!
 //! Each pod gets at most one status patch (guarded by its
@@ -10,15 +10,15 @@
 //! that one pod the API server refuses does not hold up the others.
 
 use serde_json::{Map, Value, json};
+use windlass_sdk::taints::{self, Eviction, StoredTaint};
 use windlass_sdk::{
     DeleteOptions, Error, Event, KindRef, Object, ObjectRef, Time, Write, cache, log,
 };
 
 use crate::conditions;
-use crate::eviction::{self, Verdict};
 use crate::health::Ready;
 use crate::podgc;
-use crate::view::{Pod, Taint};
+use crate::view::Pod;
 
 /// The writes and events for a node's pods, and when to look again.
 #[derive(Debug, Default)]
@@ -42,7 +42,7 @@ pub(crate) struct NodeFacts<'a> {
     pub name: &'a str,
     pub ready: Ready,
     /// The node's taints as they will be after this reconcile.
-    pub taints: &'a [Taint],
+    pub taints: &'a [StoredTaint<'a>],
     /// Whether `NoExecute` taints evict here (not on a simulated node that
     /// is ready: its own kubelet evicts).
     pub evicts: bool,
@@ -103,13 +103,13 @@ fn sync_pod(node: &NodeFacts<'_>, pod: &Pod<'_>, out: &mut PodWrites) -> Result<
     }
     let mut evict = false;
     if node.evicts && !deleting {
-        match eviction::verdict(node.taints, &pod.spec.tolerations, now) {
-            Verdict::Evict => evict = true,
-            Verdict::EvictAt { at, unstamped } => {
+        match taints::no_execute(node.taints, &pod.spec.tolerations, now) {
+            Eviction::Now => evict = true,
+            Eviction::At { at, unstamped } => {
                 out.due_at(at);
                 out.stamp_taints |= unstamped;
             }
-            Verdict::Stays => {}
+            Eviction::Stays => {}
         }
     }
     if evict {

@@ -5,13 +5,14 @@
 //! `tolerationSeconds` are counted). Taints of other keys or effects are
 //! kept as they are.
 
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use windlass_sdk::taints::StoredTaint;
 use windlass_sdk::{Error, Time};
 
 use crate::conditions;
 use crate::health::Ready;
-use crate::view::Taint;
 
 pub(crate) const NOT_READY: &str = "node.kubernetes.io/not-ready";
 pub(crate) const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
@@ -120,9 +121,9 @@ impl Taints {
     }
 
     /// The taints, typed.
-    pub(crate) fn typed(&self) -> Vec<Taint> {
+    pub(crate) fn typed(&self) -> Vec<StoredTaint<'_>> {
         (self.list.iter())
-            .filter_map(|t| serde_json::from_value(t.clone()).ok())
+            .filter_map(|t| StoredTaint::deserialize(t).ok())
             .collect()
     }
 

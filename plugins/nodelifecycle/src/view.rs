@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
+use windlass_sdk::taints::StoredToleration;
 
 /// Text borrowed from the object when it has no escapes.
 pub(crate) type Str<'a> = Cow<'a, str>;
@@ -69,20 +70,6 @@ pub(crate) struct NodeStatus<'a> {
     pub conditions: Vec<&'a RawValue>,
 }
 
-/// A node's taint, as the eviction reads it.
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Taint {
-    #[serde(default)]
-    pub key: String,
-    #[serde(default)]
-    pub value: Option<String>,
-    #[serde(default)]
-    pub effect: String,
-    #[serde(default)]
-    pub time_added: Option<String>,
-}
-
 // ---- pods --------------------------------------------------------------
 
 #[derive(Deserialize, Default)]
@@ -120,22 +107,7 @@ pub(crate) struct PodSpec<'a> {
     #[serde(borrow, default)]
     pub node_name: Option<Str<'a>>,
     #[serde(borrow, default, deserialize_with = "nullable")]
-    pub tolerations: Vec<Toleration<'a>>,
-}
-
-#[derive(Deserialize, Default, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Toleration<'a> {
-    #[serde(borrow, default)]
-    pub key: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub operator: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub value: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub effect: Option<Str<'a>>,
-    #[serde(default)]
-    pub toleration_seconds: Option<i64>,
+    pub tolerations: Vec<StoredToleration<'a>>,
 }
 
 #[derive(Deserialize, Default)]
