@@ -89,7 +89,16 @@ pub(crate) fn median(xs: &[f64]) -> f64 {
     }
 }
 
-/// `rounds` × (windlass, then the peer), each on a fresh durable server.
+/// `rounds` × (windlass, then the peer), each on a fresh durable server,
+/// after one unmeasured round of each.
+///
+/// The warm-up round is there because both sides and the server share
+/// this process's heap. Without it the first run grows the heap (the
+/// allocator's fresh pages, each faulted in and zeroed by the kernel:
+/// `clear_page_erms` was 15% of the first run's samples and nil in the
+/// second) and every later run reuses it, so whichever side ran first
+/// paid for the other: windlass 1.85 s in round 1, 1.48 s in round 2,
+/// against the peer's 1.48 and 1.47 s.
 pub(crate) fn alternated(
     servers: &Runtime,
     controllers: &Runtime,
@@ -101,13 +110,20 @@ pub(crate) fn alternated(
         windlass: Vec::new(),
         peer: Vec::new(),
     };
+    let once = |side, label: &str| {
+        eprintln!("convergence {label}:");
+        let dir = tempfile::tempdir().expect("a temporary data directory");
+        let server = servers.block_on(durable_server(dir.path()));
+        let c = converge(servers, controllers, &server, replicasets, side);
+        servers.block_on(server.shutdown());
+        c
+    };
+    for side in [Side::Windlass, Side::Peer] {
+        once(side, "warm-up (not counted)");
+    }
     for round in 1..=rounds {
         for side in [Side::Windlass, Side::Peer] {
-            eprintln!("convergence round {round}/{rounds}:");
-            let dir = tempfile::tempdir().expect("a temporary data directory");
-            let server = servers.block_on(durable_server(dir.path()));
-            let c = converge(servers, controllers, &server, replicasets, side);
-            servers.block_on(server.shutdown());
+            let c = once(side, &format!("round {round}/{rounds}"));
             match side {
                 Side::Windlass => out.windlass.push(c),
                 Side::Peer => out.peer.push(c),
