@@ -70,6 +70,7 @@ extern crate self as windlass_sdk;
 #[cfg(any(all(target_arch = "wasm32", feature = "allocator"), test))]
 mod alloc;
 pub mod cache;
+pub mod conditions;
 pub mod duration;
 mod error;
 mod index;
@@ -88,6 +89,7 @@ pub mod testing;
 mod time;
 #[cfg(feature = "k8s-openapi")]
 mod typed;
+pub mod view;
 #[cfg(target_arch = "wasm32")]
 mod wasm;
 

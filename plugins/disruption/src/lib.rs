@@ -25,6 +25,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use windlass_sdk::conditions;
 use windlass_sdk::{
     Controller, Error, KindRef, Manifest, Object, ObjectRef, Outcome, Request, Time, Watch, cache,
 };
@@ -223,21 +224,14 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    match conditions
-        .iter_mut()
-        .find(|c| c["type"] == "DisruptionAllowed")
-    {
-        Some(c) if c["status"] == cond_status && c["reason"] == reason => {}
-        Some(c) => {
-            *c = json!({"type": "DisruptionAllowed", "status": cond_status, "reason": reason,
-                        "message": "", "lastTransitionTime": now.to_rfc3339(),
-                        "observedGeneration": pdb.generation().unwrap_or(0)});
-        }
-        None => conditions.push(json!({
-            "type": "DisruptionAllowed", "status": cond_status, "reason": reason,
-            "message": "", "lastTransitionTime": now.to_rfc3339(),
-            "observedGeneration": pdb.generation().unwrap_or(0)})),
-    }
+    let condition = json!({
+        "type": "DisruptionAllowed",
+        "status": cond_status,
+        "reason": reason,
+        "message": "",
+        "observedGeneration": pdb.generation().unwrap_or(0),
+    });
+    conditions::set(&mut conditions, condition, now);
     status.insert("conditions".into(), Value::Array(conditions));
 
     let status = Value::Object(status);

@@ -49,6 +49,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use windlass_sdk::conditions;
 use windlass_sdk::{
     Controller, DeleteOptions, Error, Event, Manifest, Object, Outcome, Propagation, Request, Time,
     Watch,
@@ -201,28 +202,14 @@ impl<'a> Run<'a> {
     /// Sets condition `type_` as upstream's `ensureJobConditionStatus`:
     /// its transition time moves only when its status does.
     fn condition(&mut self, type_: &str, status: &str, reason: &str, message: &str) {
-        let now = json!(self.now.to_rfc3339());
-        match self.conditions.iter_mut().find(|c| c["type"] == type_) {
-            Some(c)
-                if c["status"] == status && c["reason"] == reason && c["message"] == message => {}
-            Some(c) => {
-                if c["status"] != status {
-                    c["lastTransitionTime"] = now.clone();
-                }
-                c["status"] = json!(status);
-                c["reason"] = json!(reason);
-                c["message"] = json!(message);
-                c["lastProbeTime"] = now;
-            }
-            None => self.conditions.push(json!({
-                "type": type_,
-                "status": status,
-                "reason": reason,
-                "message": message,
-                "lastProbeTime": now,
-                "lastTransitionTime": now,
-            })),
-        }
+        let wanted = json!({
+            "type": type_,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastProbeTime": self.now.to_rfc3339(),
+        });
+        conditions::set(&mut self.conditions, wanted, self.now);
     }
 
     /// Deletes every running pod (the Job ended or is suspended).

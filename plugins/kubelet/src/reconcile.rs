@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use windlass_sdk::conditions;
 use windlass_sdk::taints::{self, Eviction, StoredTaint};
 use windlass_sdk::{
     DeleteOptions, Error, Event, KindRef, Object, ObjectRef, Outcome, Request, Time, Write, cache,
@@ -305,22 +306,10 @@ impl Pods<'_> {
             "reason": "DeletionByTaintManager",
             "message": "Taint manager: deleting due to NoExecute taint",
         });
-        let mut conditions: Vec<Value> = Vec::with_capacity(pod.status.conditions.len() + 1);
-        let mut present = false;
-        for raw in &pod.status.conditions {
-            let c: Value = serde_json::from_str(raw.get())?;
-            if c["type"] == "DisruptionTarget" {
-                present = ["status", "reason", "message"]
-                    .iter()
-                    .all(|k| c[k] == target[k]);
-                continue;
-            }
-            conditions.push(c);
-        }
-        if !present {
-            let mut c = target;
-            c["lastTransitionTime"] = json!(self.now.to_rfc3339());
-            conditions.push(c);
+        let mut conditions = (pod.status.conditions.iter())
+            .map(|raw| serde_json::from_str(raw.get()))
+            .collect::<Result<Vec<Value>, _>>()?;
+        if conditions::set(&mut conditions, target, self.now) {
             out.writes
                 .push(status_patch(pod, json!({ "conditions": conditions }), true));
         }

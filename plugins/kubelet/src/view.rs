@@ -3,27 +3,14 @@
 //! these fields and skips the rest (annotations such as
 //! `last-applied-configuration` included).
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use windlass_sdk::taints::StoredToleration;
+pub(crate) use windlass_sdk::view::{Str, nullable};
 
 use crate::status::ContainerStatus;
-
-/// Text borrowed from the object when it has no escapes.
-pub(crate) type Str<'a> = Cow<'a, str>;
-
-/// Reads `null` as the default, as Go's JSON decoding does for slices,
-/// maps and structs.
-pub(crate) fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
-}
 
 // ---- pods --------------------------------------------------------------
 

@@ -3,24 +3,10 @@
 //! and taints stay text until one is rewritten, so that what another
 //! component wrote passes through untouched.
 
-use std::borrow::Cow;
-
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use windlass_sdk::taints::StoredToleration;
-
-/// Text borrowed from the object when it has no escapes.
-pub(crate) type Str<'a> = Cow<'a, str>;
-
-/// Reads `null` as the default, as Go's JSON decoding does for slices,
-/// maps and structs.
-fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
-}
+pub(crate) use windlass_sdk::view::{Str, nullable};
 
 // ---- nodes -------------------------------------------------------------
 

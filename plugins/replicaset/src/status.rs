@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use windlass_sdk::{Error, Object, Time};
+use windlass_sdk::{Error, Object, Time, conditions};
 
 use crate::view::{RsStatus, RsView};
 
@@ -121,22 +121,28 @@ impl Status<'_> {
         })
     }
 
-    /// Replaces the `ReplicaFailure` condition by the one this status
-    /// wants (none, or a new `FailedCreate` one).
+    /// The `ReplicaFailure` condition as upstream's `calculateStatus` keeps
+    /// it: a `FailedCreate` one added when a create failed and there is
+    /// none (one already there stays as it is), removed once creates work.
     fn set_failure(&self, status: &mut Map<String, Value>, now: Time) {
         let mut conditions = match status.remove("conditions") {
             Some(Value::Array(c)) => c,
             _ => Vec::new(),
         };
-        conditions.retain(|c| c["type"] != "ReplicaFailure");
-        if let Some(message) = self.failed_create {
-            conditions.push(json!({
-                "type": "ReplicaFailure",
-                "status": "True",
-                "lastTransitionTime": now.to_rfc3339(),
-                "reason": "FailedCreate",
-                "message": message,
-            }));
+        match self.failed_create {
+            Some(message) if conditions::find(&conditions, "ReplicaFailure").is_none() => {
+                let failure = json!({
+                    "type": "ReplicaFailure",
+                    "status": "True",
+                    "reason": "FailedCreate",
+                    "message": message,
+                });
+                conditions::set(&mut conditions, failure, now);
+            }
+            Some(_) => {}
+            None => {
+                conditions::remove(&mut conditions, "ReplicaFailure");
+            }
         }
         if !conditions.is_empty() {
             status.insert("conditions".into(), Value::Array(conditions));

@@ -8,6 +8,7 @@ use std::fmt;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, de};
 use serde_json::value::RawValue;
+use windlass_sdk::view::nullable;
 
 /// A JSON object of strings (labels, a node selector, resource lists), in
 /// the order the text has it. Values that are not strings (a YAML-written
@@ -90,12 +91,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for Scalar<'a> {
         }
         d.deserialize_any(V(std::marker::PhantomData))
     }
-}
-
-/// `null` reads as the type's default (the API server omits empty fields,
-/// but YAML written by hand may say `key: null` or `key:`).
-fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 /// The parts of a Pod the scheduler reads.
@@ -405,10 +400,6 @@ pub(crate) struct Condition<'a> {
     pub(crate) status: Cow<'a, str>,
     #[serde(borrow, default)]
     pub(crate) reason: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub(crate) message: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub(crate) last_transition_time: Option<Cow<'a, str>>,
 }
 
 /// The parts of a Node the scheduler reads.

@@ -4,9 +4,9 @@
 //! nothing), keeping `lastTransitionTime` while the status stays `False`.
 
 use serde_json::{Map, Value, json};
-use windlass_sdk::Time;
+use windlass_sdk::{Time, conditions};
 
-use crate::api::{Condition, PodView};
+use crate::api::PodView;
 
 /// Why a pod is not scheduled (the condition's `reason`).
 pub(crate) const UNSCHEDULABLE: &str = "Unschedulable";
@@ -27,32 +27,12 @@ pub(crate) fn not_scheduled_patch(
     message: &str,
     now: Time,
 ) -> Option<Value> {
-    let mut conditions: Vec<Value> = Vec::with_capacity(pod.status.conditions.len() + 1);
-    let mut transition = None;
-    let mut at = None;
-    for raw in &pod.status.conditions {
-        let c: Condition<'_> = serde_json::from_str(raw.get()).unwrap_or_default();
-        if c.type_ == TYPE {
-            if c.status == "False" {
-                if c.reason.as_deref() == Some(reason) && c.message.as_deref() == Some(message) {
-                    return None;
-                }
-                transition = c.last_transition_time.map(|t| t.into_owned());
-            }
-            at = Some(conditions.len());
-        }
-        conditions.push(serde_json::from_str(raw.get()).unwrap_or(Value::Null));
-    }
-    let condition = json!({
-        "type": TYPE,
-        "status": "False",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": transition.unwrap_or_else(|| now.to_rfc3339()),
-    });
-    match at {
-        Some(i) => conditions[i] = condition,
-        None => conditions.push(condition),
+    let mut conditions: Vec<Value> = (pod.status.conditions.iter())
+        .map(|raw| serde_json::from_str(raw.get()).unwrap_or(Value::Null))
+        .collect();
+    let wanted = json!({"type": TYPE, "status": "False", "reason": reason, "message": message});
+    if !conditions::set(&mut conditions, wanted, now) {
+        return None;
     }
     let mut metadata = Map::new();
     if let Some(rv) = &pod.metadata.resource_version {
@@ -72,20 +52,15 @@ pub(crate) fn disruption_target_patch(victim: &windlass_sdk::Object, now: Time) 
     let mut conditions: Vec<Value> = victim
         .get("status.conditions")
         .and_then(Value::as_array)
-        .map(|cs| {
-            cs.iter()
-                .filter(|c| c["type"] != "DisruptionTarget")
-                .cloned()
-                .collect()
-        })
+        .cloned()
         .unwrap_or_default();
-    conditions.push(json!({
+    let target = json!({
         "type": "DisruptionTarget",
         "status": "True",
         "reason": "PreemptionByScheduler",
         "message": format!("{}: preempting to accommodate a higher priority pod", crate::pod::SCHEDULER_NAME),
-        "lastTransitionTime": now.to_rfc3339(),
-    }));
+    });
+    conditions::set(&mut conditions, target, now);
     json!({
         "metadata": {"resourceVersion": victim.resource_version().unwrap_or("")},
         "status": {"conditions": conditions},
