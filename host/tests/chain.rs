@@ -9,28 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::Value;
-use windlass_tests::{Cluster, Proxy, Server};
+use windlass_tests::{Cluster, Proxy, Server, condition_status, example, running_and_ready};
 
-const PLUGINS: [&str; 13] = [
-    "deployment",
-    "replicaset",
-    "scheduler",
-    "kubelet",
-    "endpoints",
-    "job",
-    "daemonset",
-    "statefulset",
-    "cronjob",
-    "disruption",
-    "persistentvolume",
-    "horizontalpodautoscaler",
-    "nodelifecycle",
-];
+const PLUGINS: [&str; 14] = windlass_tests::EXAMPLE_PLUGINS;
 const WAIT: Duration = Duration::from_secs(90);
-
-fn example(name: &str) -> String {
-    format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"))
-}
 
 fn cluster() -> Cluster {
     let c = Cluster::start(env!("CARGO_BIN_EXE_windlass"), &PLUGINS, Server::Embedded);
@@ -48,26 +30,15 @@ fn cluster() -> Cluster {
         let ready = c
             .items(&["nodes"])
             .iter()
-            .filter(|n| condition(n, "Ready") == Some("True"))
+            .filter(|n| condition_status(n, "Ready") == Some("True"))
             .count();
         (ready == 4).then_some(()).ok_or(format!("{ready}/4 Ready"))
     });
     c
 }
 
-fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a str> {
-    object["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == kind)?["status"]
-        .as_str()
-}
-
 fn running(pods: &[Value]) -> Vec<&Value> {
-    pods.iter()
-        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
-        .filter(|p| p["status"]["phase"] == "Running" && condition(p, "Ready") == Some("True"))
-        .collect()
+    pods.iter().filter(|p| running_and_ready(p)).collect()
 }
 
 fn node_of(pod: &Value) -> String {
@@ -125,7 +96,7 @@ fn a_deployment_schedules_rolls_out_and_rolls_back() {
     let status = c.json(&["deploy", "web", "-n", "shop"])["status"].clone();
     assert_eq!(status["availableReplicas"], 3, "{status}");
     assert_eq!(
-        condition(&c.json(&["deploy", "web", "-n", "shop"]), "Available"),
+        condition_status(&c.json(&["deploy", "web", "-n", "shop"]), "Available"),
         Some("True")
     );
 
@@ -140,7 +111,7 @@ fn a_deployment_schedules_rolls_out_and_rolls_back() {
         let [pod] = pending.as_slice() else {
             return Err(format!("{} pending", pending.len()));
         };
-        if condition(pod, "PodScheduled") != Some("False") {
+        if condition_status(pod, "PodScheduled") != Some("False") {
             return Err(format!("no PodScheduled=False yet: {}", pod["status"]));
         }
         let name = pod["metadata"]["name"].as_str().unwrap();

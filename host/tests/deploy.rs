@@ -203,22 +203,7 @@ fn the_image_volume_overlay_mounts_plugins_from_an_image() {
 }
 
 /// The plugins this repository ships, as `overlays/example-plugins` runs them.
-const EXAMPLES: [&str; 14] = [
-    "deployment",
-    "replicaset",
-    "scheduler",
-    "kubelet",
-    "resourcequota",
-    "endpoints",
-    "job",
-    "daemonset",
-    "statefulset",
-    "cronjob",
-    "disruption",
-    "persistentvolume",
-    "horizontalpodautoscaler",
-    "nodelifecycle",
-];
+const EXAMPLES: [&str; 14] = windlass_tests::EXAMPLE_PLUGINS;
 
 /// `windlass plugin rbac` of built plugins.
 fn plugin_rbac(plugins: &[&str]) -> String {

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use windlass_tests::{Cluster, Server};
+use windlass_tests::{Cluster, Server, condition, condition_status, example, running_and_ready};
 
 const PLUGINS: [&str; 5] = [
     "deployment",
@@ -28,21 +28,6 @@ const INSTANCES: &str = "instances:
 ";
 const WAIT: Duration = Duration::from_secs(90);
 
-fn example(name: &str) -> String {
-    format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
-    object["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == kind)
-}
-
-fn status<'a>(object: &'a Value, kind: &str) -> Option<&'a str> {
-    condition(object, kind)?["status"].as_str()
-}
-
 fn taints(node: &Value) -> Vec<String> {
     let mut all: Vec<String> = node["spec"]["taints"]
         .as_array()
@@ -59,8 +44,7 @@ fn taints(node: &Value) -> Vec<String> {
 fn running_on(c: &Cluster, selector: &str) -> Vec<(String, String)> {
     c.items(&["pods", "-l", selector])
         .iter()
-        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
-        .filter(|p| p["status"]["phase"] == "Running" && status(p, "Ready") == Some("True"))
+        .filter(|p| running_and_ready(p))
         .map(|p| {
             (
                 p["metadata"]["name"].as_str().unwrap_or("").to_owned(),
@@ -82,7 +66,7 @@ fn cluster() -> Cluster {
         let ready = c
             .items(&["nodes"])
             .iter()
-            .filter(|n| status(n, "Ready") == Some("True"))
+            .filter(|n| condition_status(n, "Ready") == Some("True"))
             .count();
         (ready == 4).then_some(()).ok_or(format!("{ready}/4 Ready"))
     });
@@ -162,7 +146,7 @@ metadata:
             "node.kubernetes.io/unreachable:\"NoExecute\"",
             "node.kubernetes.io/unreachable:\"NoSchedule\"",
         ];
-        (status(&node, "Ready") == Some("Unknown") && taints(&node) == want)
+        (condition_status(&node, "Ready") == Some("Unknown") && taints(&node) == want)
             .then_some(())
             .ok_or(format!("{} {:?}", node["status"], taints(&node)))
     });
@@ -171,14 +155,14 @@ metadata:
     assert_eq!(ready["reason"], "NodeStatusNeverUpdated", "{ready}");
     assert_eq!(ready["message"], "Kubelet never posted node status.");
     for kind in ["MemoryPressure", "DiskPressure", "PIDPressure"] {
-        assert_eq!(status(&node, kind), Some("Unknown"), "{kind}");
+        assert_eq!(condition_status(&node, kind), Some("Unknown"), "{kind}");
     }
     let printed = c.ok(&["get", "node", "bare-1", "--no-headers"], None);
     assert!(printed.contains("NotReady"), "{printed}");
     // The simulated nodes are left alone.
     for n in c.items(&["nodes", "-l", "windlass.dev/simulated=true"]) {
         assert_eq!(
-            status(&n, "Ready"),
+            condition_status(&n, "Ready"),
             Some("True"),
             "{}",
             n["metadata"]["name"]
@@ -237,7 +221,7 @@ spec:
         let tainted = taints(&node)
             .iter()
             .any(|t| t == "node.kubernetes.io/unreachable:\"NoExecute\"");
-        (status(&node, "Ready") == Some("Unknown") && tainted)
+        (condition_status(&node, "Ready") == Some("Unknown") && tainted)
             .then_some(())
             .ok_or(format!("{} {:?}", node["status"], taints(&node)))
     });
@@ -252,7 +236,7 @@ spec:
         let target = condition(&brief, "DisruptionTarget");
         let evicted = !brief["metadata"]["deletionTimestamp"].is_null()
             && target.is_some_and(|t| t["reason"] == "DeletionByTaintManager");
-        (status(&patient, "Ready") == Some("False") && evicted)
+        (condition_status(&patient, "Ready") == Some("False") && evicted)
             .then_some(())
             .ok_or(format!(
                 "patient {}; brief {} {}",

@@ -14,29 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use windlass_tests::authz::{self, Attributes, Role};
-use windlass_tests::{Cluster, Recorder, Server, kubectl, kubectl_ok};
+use windlass_tests::{Cluster, Recorder, Server, condition_status, example, kubectl, kubectl_ok};
 
-const PLUGINS: [&str; 14] = [
-    "deployment",
-    "replicaset",
-    "scheduler",
-    "kubelet",
-    "resourcequota",
-    "endpoints",
-    "job",
-    "daemonset",
-    "statefulset",
-    "cronjob",
-    "disruption",
-    "persistentvolume",
-    "horizontalpodautoscaler",
-    "nodelifecycle",
-];
+const PLUGINS: [&str; 14] = windlass_tests::EXAMPLE_PLUGINS;
 const WAIT: Duration = Duration::from_secs(120);
-
-fn example(name: &str) -> String {
-    format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"))
-}
 
 /// What each example plugin's manifest declares, as rules: `scope group
 /// resource verbs`, `*` being the ClusterRole. Written out by hand from the
@@ -279,14 +260,6 @@ fn generated(wasm: &Path) -> (String, Vec<Value>) {
     (yaml, docs)
 }
 
-fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a str> {
-    object["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == kind)?["status"]
-        .as_str()
-}
-
 /// Polls `check` until it holds; fails with what it last said after [`WAIT`].
 async fn eventually(
     what: &str,
@@ -402,7 +375,9 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
         let all = pods(&k);
         let running = all
             .iter()
-            .filter(|p| p["status"]["phase"] == "Running" && condition(p, "Ready") == Some("True"))
+            .filter(|p| {
+                p["status"]["phase"] == "Running" && condition_status(p, "Ready") == Some("True")
+            })
             .count();
         (running == 3 && all.len() == 3)
             .then_some(())
@@ -444,7 +419,7 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
     eventually("a fourth pod that cannot be scheduled", &hosts, || {
         let all = pods(&k);
         all.iter()
-            .any(|p| condition(p, "PodScheduled") == Some("False"))
+            .any(|p| condition_status(p, "PodScheduled") == Some("False"))
             .then_some(())
             .ok_or_else(|| {
                 // Where each pod is, to tell a pod never tried from one
@@ -457,7 +432,7 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
                             p["metadata"]["name"].as_str().unwrap_or("?"),
                             p["spec"]["nodeName"].as_str().unwrap_or("-"),
                             p["status"]["phase"].as_str().unwrap_or("?"),
-                            condition(p, "PodScheduled"),
+                            condition_status(p, "PodScheduled"),
                         )
                     })
                     .collect();
@@ -498,7 +473,7 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
     eventually("the Job completes", &hosts, || {
         let job: Value =
             serde_json::from_str(&k(&["-n", "shop", "get", "job", "hello", "-o", "json"])).unwrap();
-        (condition(&job, "Complete") == Some("True"))
+        (condition_status(&job, "Complete") == Some("True"))
             .then_some(())
             .ok_or(format!("{}", job["status"]))
     })

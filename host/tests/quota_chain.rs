@@ -6,31 +6,16 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use windlass_tests::{Cluster, Server};
+use serde_json::json;
+use windlass_tests::{Cluster, Server, condition, example, running_and_ready};
 
 const PLUGINS: [&str; 4] = ["replicaset", "scheduler", "kubelet", "resourcequota"];
 const WAIT: Duration = Duration::from_secs(120);
 
-fn example(name: &str) -> String {
-    format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
-    object["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == kind)
-}
-
 fn running(c: &Cluster) -> usize {
     c.items(&["pods", "-n", "team-a", "-l", "app=web"])
         .iter()
-        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
-        .filter(|p| {
-            p["status"]["phase"] == "Running"
-                && condition(p, "Ready").is_some_and(|r| r["status"] == "True")
-        })
+        .filter(|p| running_and_ready(p))
         .count()
 }
 

@@ -1,4 +1,5 @@
 //! Helpers for windlass's end-to-end tests: built plugins and sample objects,
+//! the example manifests and the objects kubectl returns,
 //! a TCP proxy that injects connection failures, an HTTP proxy that records
 //! requests, RBAC checks of requests as a cluster makes them, a
 //! one-machine cluster (the real binary with the real kubectl), the
@@ -9,13 +10,15 @@ pub mod authz;
 pub mod cluster;
 pub mod forward;
 pub mod modules;
+pub mod objects;
 mod plugins;
 pub mod process;
 pub mod proxy;
 pub mod recorder;
 
 pub use cluster::{Cluster, Server};
-pub use plugins::{configmap, owned_pod, plugin, replicaset};
+pub use objects::{condition, condition_status, example, running_and_ready};
+pub use plugins::{EXAMPLE_PLUGINS, configmap, owned_pod, plugin, replicaset};
 pub use process::{Running, free_port, http_get, kubectl, kubectl_ok};
 pub use proxy::Proxy;
 pub use recorder::Recorder;

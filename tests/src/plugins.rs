@@ -20,6 +20,25 @@ pub fn plugin(name: &str) -> PathBuf {
     path
 }
 
+/// The example plugins: every crate under `plugins/`, as `cargo xtask run`
+/// and the `example-plugins` overlay run them.
+pub const EXAMPLE_PLUGINS: [&str; 14] = [
+    "deployment",
+    "replicaset",
+    "scheduler",
+    "kubelet",
+    "resourcequota",
+    "endpoints",
+    "job",
+    "daemonset",
+    "statefulset",
+    "cronjob",
+    "disruption",
+    "persistentvolume",
+    "horizontalpodautoscaler",
+    "nodelifecycle",
+];
+
 /// A ReplicaSet with `replicas` replicas and a realistic pod template.
 pub fn replicaset(name: &str, replicas: u32) -> Value {
     json!({
@@ -75,4 +94,26 @@ pub fn configmap(name: &str, mode: &str) -> Value {
         "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
         "data": {"mode": mode}
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plugin added under `plugins/` is added here too, so that the
+    /// chain, RBAC and deploy tests run it.
+    #[test]
+    fn example_plugins_are_the_crates_under_plugins() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins");
+        let mut crates: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().join("Cargo.toml").is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        crates.sort();
+        let mut listed: Vec<&str> = EXAMPLE_PLUGINS.to_vec();
+        listed.sort();
+        assert_eq!(crates, listed, "plugins/ and EXAMPLE_PLUGINS differ");
+    }
 }
