@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use windlass_sdk::{Error, KindRef, Object, ObjectRef};
 
-use crate::quantity::Quantity;
+use windlass_selector::Quantity;
 
 /// On a claim: the binding has been completed once (upstream's
 /// `AnnBindCompleted`).
@@ -84,7 +84,7 @@ pub(crate) fn volume_name(claim: &Object) -> &str {
 pub(crate) fn requested(claim: &Object) -> Result<Quantity, Error> {
     match claim.get_str("spec.resources.requests.storage") {
         None => Ok(Quantity::ZERO),
-        Some(text) => Quantity::parse(text).ok_or_else(|| {
+        Some(text) => Quantity::parse(text).map_err(|_| {
             Error::permanent(format!(
                 "PersistentVolumeClaim {}: spec.resources.requests.storage {text:?} is not a quantity",
                 claim_display(claim)
@@ -98,7 +98,7 @@ pub(crate) fn requested(claim: &Object) -> Result<Quantity, Error> {
 pub(crate) fn capacity(volume: &Object) -> Option<Quantity> {
     match volume.get_str("spec.capacity.storage") {
         None => Some(Quantity::ZERO),
-        Some(text) => Quantity::parse(text),
+        Some(text) => Quantity::parse(text).ok(),
     }
 }
 

@@ -61,7 +61,6 @@ mod ephemeral;
 mod fields;
 mod matching;
 mod provision;
-mod quantity;
 mod reclaim;
 mod selector;
 mod writes;

@@ -19,8 +19,8 @@ use crate::fields::{
     self, ANN_SELECTED_NODE, capacity, claim_ref, class_of, is_bound_to, offers_modes, phase,
     volume_mode,
 };
-use crate::quantity::Quantity;
 use crate::selector;
+use windlass_selector::Quantity;
 
 /// The volume `claim` should be bound to, if any. `wait_for_consumer`:
 /// the claim's class binds `WaitForFirstConsumer`.
