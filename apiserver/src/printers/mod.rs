@@ -78,29 +78,38 @@ fn join(items: impl Iterator<Item = String>) -> String {
     all.join(",")
 }
 
-/// A label selector (`matchLabels` and `matchExpressions`) as kubectl prints it.
+/// A label selector (`matchLabels` and `matchExpressions`) as kubectl prints
+/// it: `LabelSelectorAsSelector(..).String()`, its requirements sorted by
+/// key and the values of `in` and `notin` sorted.
 fn selector(sel: &Value) -> Value {
-    let mut parts: Vec<String> = sel["matchLabels"]
+    let mut parts: Vec<(&str, String)> = sel["matchLabels"]
         .as_object()
         .into_iter()
         .flatten()
-        .map(|(k, v)| format!("{k}={}", s(v)))
+        .map(|(k, v)| (k.as_str(), format!("{k}={}", s(v))))
         .collect();
     for e in sel["matchExpressions"].as_array().into_iter().flatten() {
-        let values: Vec<&str> = e["values"]
+        let mut values: Vec<&str> = e["values"]
             .as_array()
             .into_iter()
             .flatten()
             .map(s)
             .collect();
-        parts.push(match s(&e["operator"]) {
-            "In" => format!("{} in ({})", s(&e["key"]), values.join(",")),
-            "NotIn" => format!("{} notin ({})", s(&e["key"]), values.join(",")),
-            "Exists" => s(&e["key"]).to_owned(),
-            "DoesNotExist" => format!("!{}", s(&e["key"])),
-            other => format!("{} {other}", s(&e["key"])),
-        });
+        values.sort_unstable();
+        let key = s(&e["key"]);
+        parts.push((
+            key,
+            match s(&e["operator"]) {
+                "In" => format!("{key} in ({})", values.join(",")),
+                "NotIn" => format!("{key} notin ({})", values.join(",")),
+                "Exists" => key.to_owned(),
+                "DoesNotExist" => format!("!{key}"),
+                other => format!("{key} {other}"),
+            },
+        ));
     }
+    parts.sort_by(|a, b| a.0.cmp(b.0));
+    let parts: Vec<String> = parts.into_iter().map(|(_, p)| p).collect();
     or_none(&parts.join(","))
 }
 
@@ -140,6 +149,24 @@ mod tests {
             .find(|(n, _)| n == column)
             .unwrap_or_else(|| panic!("no column {column}"))
             .1
+    }
+
+    #[test]
+    fn selectors_print_sorted_by_key() {
+        let sel = json!({
+            "matchLabels": {"tier": "web", "app": "shop"},
+            "matchExpressions": [
+                {"key": "zone", "operator": "In", "values": ["b", "a"]},
+                {"key": "env", "operator": "NotIn", "values": ["prod", "dev"]},
+                {"key": "canary", "operator": "DoesNotExist"},
+                {"key": "beta", "operator": "Exists"},
+            ],
+        });
+        assert_eq!(
+            selector(&sel),
+            "app=shop,beta,!canary,env notin (dev,prod),tier=web,zone in (a,b)"
+        );
+        assert_eq!(selector(&json!({})), "<none>");
     }
 
     #[test]
