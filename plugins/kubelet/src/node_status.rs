@@ -20,6 +20,7 @@ use windlass_sdk::{Event, Time};
 use crate::ids;
 use crate::network::Ipv4;
 use crate::quantity;
+use crate::status::Entry;
 use crate::timeline::whole_seconds;
 use crate::view::{ConditionType, Node, Str, nullable};
 
@@ -125,22 +126,7 @@ pub(crate) struct NodeCondition<'a> {
 }
 
 /// A node condition: the kubelet's own, or another component's as it is.
-#[derive(Serialize, Debug, Clone)]
-#[serde(untagged)]
-pub(crate) enum NodeCond<'a> {
-    Own(NodeCondition<'a>),
-    Other(&'a RawValue),
-}
-
-impl PartialEq for NodeCond<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (NodeCond::Own(a), NodeCond::Own(b)) => a == b,
-            (NodeCond::Other(a), NodeCond::Other(b)) => a.get() == b.get(),
-            _ => false,
-        }
-    }
-}
+pub(crate) type NodeCond<'a> = Entry<'a, NodeCondition<'a>>;
 
 /// The node status fields a kubelet owns.
 #[derive(Serialize, Debug, Clone)]

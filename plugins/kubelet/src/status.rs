@@ -32,24 +32,28 @@ pub(crate) struct Condition<'a> {
     pub message: Option<Str<'a>>,
 }
 
-/// A condition in a pod's list: one the kubelet owns, or another
-/// component's, carried through as the text it is.
+/// An entry of a list the kubelet shares with other components (a pod's or
+/// a node's conditions): one it owns, typed and rewritten, or another's,
+/// carried through as the text it is.
 #[derive(Serialize, Debug, Clone)]
 #[serde(untagged)]
-pub(crate) enum Cond<'a> {
-    Own(Condition<'a>),
+pub(crate) enum Entry<'a, T> {
+    Own(T),
     Other(&'a RawValue),
 }
 
-impl PartialEq for Cond<'_> {
+impl<T: PartialEq> PartialEq for Entry<'_, T> {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (Cond::Own(a), Cond::Own(b)) => a == b,
-            (Cond::Other(a), Cond::Other(b)) => a.get() == b.get(),
+            (Entry::Own(a), Entry::Own(b)) => a == b,
+            (Entry::Other(a), Entry::Other(b)) => a.get() == b.get(),
             _ => false,
         }
     }
 }
+
+/// A condition in a pod's list.
+pub(crate) type Cond<'a> = Entry<'a, Condition<'a>>;
 
 /// `running`, `waiting` or `terminated`.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
