@@ -357,8 +357,8 @@ async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action, Err
         }
     }
     // Whatever was written is expected, even if a later write failed.
-    let (n_created, n_deleted) = (created.len(), deleted.len());
-    ctx.expect(&uid, &namespace, created, deleted.clone());
+    let n_deleted = deleted.len();
+    ctx.expect(&uid, &namespace, created.clone(), deleted.clone());
     if let Some(e) = failed {
         return Err(kube_error(e));
     }
@@ -375,14 +375,18 @@ async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action, Err
     }
 
     let reference = rs.object_ref(&());
-    if n_created > 0 {
-        let note = if n_created == 1 {
-            format!("Created pod with generateName {name}-")
-        } else {
-            format!("Created {n_created} pods with generateName {name}-")
-        };
-        publish(&ctx, &reference, "SuccessfulCreate", "Create", note).await;
-    }
+    // One event a created pod, as upstream's `CreatePods` (and the
+    // replicaset plugin) records them.
+    futures::future::join_all(created.iter().map(|pod| {
+        publish(
+            &ctx,
+            &reference,
+            "SuccessfulCreate",
+            "Create",
+            format!("Created pod: {pod}"),
+        )
+    }))
+    .await;
     if n_deleted > 0 {
         for pod in &deleted {
             publish(

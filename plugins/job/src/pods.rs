@@ -78,28 +78,15 @@ impl Pod {
     }
 }
 
-/// The characters of a generated name's suffix (the API server's
-/// `utilrand` alphabet: no vowels, no look-alikes).
-const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
 /// The `n`-th pod name of the Job with uid `uid`: `<prefix><5 characters>`,
 /// as a generated name looks, but derived from the uid and `n`. A reconcile
 /// that runs again before its creates are in the cache picks the same
 /// names, so it converges the pods it made instead of making more.
 pub(crate) fn name(prefix: &str, uid: &str, n: u32) -> String {
-    // FNV-1a over the uid and n.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in uid.bytes().chain(n.to_le_bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    let prefix: String = prefix.chars().take(58).collect();
-    let mut out = prefix;
-    for _ in 0..5 {
-        out.push(ALPHABET[(h % ALPHABET.len() as u64) as usize] as char);
-        h /= ALPHABET.len() as u64;
-    }
-    out
+    template::generated_name(
+        prefix,
+        template::name_seed(&[uid.as_bytes(), &n.to_le_bytes()]),
+    )
 }
 
 /// A new pod of the Job from its template, named `name`; for an Indexed

@@ -38,6 +38,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use windlass_sdk::{
     Controller, Error, Event, IndexEntry, Manifest, Object, ObjectRef, Outcome, Request, Watch,
+    cache, template,
 };
 
 use pods::Reader;
@@ -187,22 +188,27 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
         ));
     }
     if create > 0 {
-        let pod = pod_from_template(view.spec.template.as_ref(), name, namespace)?;
-        for _ in 1..create {
-            out = out.apply(pod.clone());
+        let names = new_pod_names(&view.metadata.uid, name, namespace, &req, create)?;
+        for pod in &names {
+            out = out.apply(pod_from_template(
+                view.spec.template.as_ref(),
+                name,
+                pod,
+                namespace,
+            )?);
         }
-        out = out.apply(pod);
-        out = out.event(match failed_create {
-            Some(message) => failed_create_event(message),
-            None if create == 1 => Event::normal(
-                "SuccessfulCreate",
-                format!("Created pod with generateName {name}-"),
-            ),
-            None => Event::normal(
-                "SuccessfulCreate",
-                format!("Created {create} pods with generateName {name}-"),
-            ),
-        });
+        match failed_create {
+            Some(message) => out = out.event(failed_create_event(message)),
+            // One event a pod, as upstream's `CreatePods` records them.
+            None => {
+                for pod in names {
+                    out = out.event(Event::normal(
+                        "SuccessfulCreate",
+                        format!("Created pod: {pod}"),
+                    ));
+                }
+            }
+        }
     }
     if !status.matches(&current_status) {
         out = out.update_status(status.write_for(&view, &current_status, req.now)?);
@@ -230,12 +236,43 @@ fn failed_create_event(message: &str) -> Event {
     Event::warning("FailedCreate", format!("Error creating: {message}"))
 }
 
-/// A new pod from `spec.template`, named `<rs-name>-<random>` by the server.
-/// The template's labels, annotations, finalizers and spec are copied as
-/// the JSON text they are, and the pod is serialized once.
+/// Names for `count` new pods of the ReplicaSet `rs` (uid `uid`), as the
+/// API server would generate them from `generateName: <rs>-`, but chosen
+/// here so that each pod's `SuccessfulCreate` event can name it. They are
+/// drawn from the uid, the time, the attempt and a counter; one the cache
+/// already holds is drawn again (a name taken but not yet cached makes the
+/// create fail with a conflict, and the next attempt draws anew).
+fn new_pod_names(
+    uid: &str,
+    rs: &str,
+    namespace: &str,
+    req: &Request,
+    count: usize,
+) -> Result<Vec<String>, Error> {
+    let prefix = format!("{rs}-");
+    let (now, attempt) = (req.now.millis().to_le_bytes(), req.attempt.to_le_bytes());
+    let mut names: Vec<String> = Vec::with_capacity(count);
+    let mut draw: u64 = 0;
+    while names.len() < count {
+        let seed = template::name_seed(&[uid.as_bytes(), &now, &attempt, &draw.to_le_bytes()]);
+        draw += 1;
+        let candidate = template::generated_name(&prefix, seed);
+        let taken = names.contains(&candidate)
+            || cache::get(&ObjectRef::new("v1", "Pod", namespace, &candidate))?.is_some();
+        if !taken {
+            names.push(candidate);
+        }
+    }
+    Ok(names)
+}
+
+/// A new pod from `spec.template` named `pod`, with `generateName:
+/// <rs>-` as upstream's pods carry it. The template's labels, annotations,
+/// finalizers and spec are copied as the JSON text they are.
 fn pod_from_template(
     template: Option<&RsTemplate<'_>>,
-    name: &str,
+    rs: &str,
+    pod: &str,
     namespace: &str,
 ) -> Result<Object, Error> {
     #[derive(Serialize)]
@@ -249,6 +286,7 @@ fn pod_from_template(
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct NewPodMeta<'a> {
+        name: &'a str,
         generate_name: String,
         namespace: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -265,7 +303,8 @@ fn pod_from_template(
         api_version: "v1",
         kind: "Pod",
         metadata: NewPodMeta {
-            generate_name: format!("{name}-"),
+            name: pod,
+            generate_name: format!("{rs}-"),
             namespace,
             labels: meta.labels,
             annotations: meta.annotations,

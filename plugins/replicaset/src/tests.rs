@@ -62,10 +62,16 @@ fn key() -> ObjectRef {
     ObjectRef::new("apps/v1", "ReplicaSet", "default", "web")
 }
 
+/// Whether an apply creates a pod (it carries the `generateName` a new
+/// pod has), rather than keeping one by its identity.
+fn is_new(o: &Object) -> bool {
+    o.get_str("metadata.generateName").is_some()
+}
+
 fn kept_names(out: &Outcome) -> Vec<&str> {
     let mut v: Vec<&str> = out
         .applies()
-        .filter(|o| !o.name().is_empty())
+        .filter(|o| !is_new(o))
         .map(Object::name)
         .collect();
     v.sort_unstable();
@@ -73,7 +79,7 @@ fn kept_names(out: &Outcome) -> Vec<&str> {
 }
 
 fn new_pods(out: &Outcome) -> Vec<&Object> {
-    out.applies().filter(|o| o.name().is_empty()).collect()
+    out.applies().filter(|o| is_new(o)).collect()
 }
 
 /// The `status` an outcome writes.
@@ -115,7 +121,56 @@ fn creates_missing_pods_from_the_template() {
         assert_eq!(p.annotation("note"), Some("hi"));
         assert_eq!(p.get_str("spec.containers.0.image"), Some("nginx:1.27"));
     }
-    assert!(out.events.iter().any(|e| e.reason == "SuccessfulCreate"));
+    // Named as the server names them (`web-` and five characters of its
+    // alphabet), each once, and each named in its own event, as upstream's
+    // "Created pod: web-x2x4k".
+    let mut names: Vec<&str> = new_pods(&out).iter().map(|p| p.name()).collect();
+    for n in &names {
+        let suffix = n.strip_prefix("web-").expect("web-<suffix>");
+        assert_eq!(suffix.len(), 5, "{n}");
+        assert!(
+            suffix
+                .bytes()
+                .all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b)),
+            "{n}"
+        );
+    }
+    let created: Vec<String> = (out.events.iter())
+        .filter(|e| e.reason == "SuccessfulCreate")
+        .map(|e| e.message.clone())
+        .collect();
+    let want: Vec<String> = names.iter().map(|n| format!("Created pod: {n}")).collect();
+    assert_eq!(created, want);
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), 3, "distinct names");
+}
+
+#[test]
+fn new_pod_names_avoid_cached_pods() {
+    // The names the first reconcile draws, then the same reconcile with a
+    // pod already holding the first of them.
+    let h = H::new().with_objects(&rs_yaml(2, "{}")).unwrap();
+    let out = h.reconcile_key(&key()).unwrap();
+    let first = new_pods(&out)[0].name().to_owned();
+    // Drawn the same way at the same time: the same first name...
+    let h = H::new().with_objects(&rs_yaml(3, "{}")).unwrap();
+    let again = h.reconcile_key(&key()).unwrap();
+    assert_eq!(new_pods(&again)[0].name(), first);
+    // ...unless a pod has it.
+    let yaml = format!(
+        "{}---\n{}",
+        rs_yaml(3, "{}"),
+        pod_yaml(&first, "2026-01-01T00:00:00Z", "Running", true, "")
+    );
+    let h = H::new().with_objects(&yaml).unwrap();
+    let out = h.reconcile_key(&key()).unwrap();
+    let names: Vec<&str> = new_pods(&out).iter().map(|p| p.name()).collect();
+    assert_eq!(names.len(), 2);
+    assert!(
+        !names.contains(&first.as_str()),
+        "{first} is taken: {names:?}"
+    );
 }
 
 #[test]
