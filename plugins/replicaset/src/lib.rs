@@ -189,13 +189,15 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     }
     if create > 0 {
         let names = new_pod_names(&view.metadata.uid, name, namespace, &req, create)?;
-        for pod in &names {
-            out = out.apply(pod_from_template(
-                view.spec.template.as_ref(),
-                name,
-                pod,
-                namespace,
-            )?);
+        // Serialized once; the others differ only in the name, which is as
+        // long and needs no escaping (a DNS subdomain).
+        let first = pod_from_template(view.spec.template.as_ref(), name, &names[0], namespace)?;
+        let text = first.to_json();
+        let named = |pod: &str| format!("\"metadata\":{{\"name\":\"{pod}\"");
+        out = out.apply(first);
+        for pod in &names[1..] {
+            let other = text.replacen(&named(&names[0]), &named(pod), 1);
+            out = out.apply(Object::from_json_lazy(other)?);
         }
         match failed_create {
             Some(message) => out = out.event(failed_create_event(message)),
