@@ -184,6 +184,24 @@ pub fn no_execute(
     }
 }
 
+/// The `DisruptionTarget` condition the taint eviction controller sets on
+/// a pod before it deletes it (for `conditions::set`).
+pub fn eviction_condition() -> serde_json::Value {
+    serde_json::json!({
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "DeletionByTaintManager",
+        "message": "Taint manager: deleting due to NoExecute taint",
+    })
+}
+
+/// The `TaintManagerEviction` event about `pod`, as upstream records it.
+pub fn eviction_event(pod: crate::ObjectRef) -> crate::Event {
+    let ns = pod.namespace.as_deref().unwrap_or_default();
+    let message = format!("Marking for deletion Pod {ns}/{}", pod.name);
+    crate::Event::normal("TaintManagerEviction", message).regarding(pod)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

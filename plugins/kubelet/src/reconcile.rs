@@ -300,16 +300,10 @@ impl Pods<'_> {
     /// `DisruptionTarget` condition, then a delete with the pod's own grace
     /// period, and a `TaintManagerEviction` event.
     fn evict(&self, pod: &Pod<'_>, out: &mut PodWrites) -> Result<(), Error> {
-        let target = json!({
-            "type": "DisruptionTarget",
-            "status": "True",
-            "reason": "DeletionByTaintManager",
-            "message": "Taint manager: deleting due to NoExecute taint",
-        });
         let mut conditions = (pod.status.conditions.iter())
             .map(|raw| serde_json::from_str(raw.get()))
             .collect::<Result<Vec<Value>, _>>()?;
-        if conditions::set(&mut conditions, target, self.now) {
+        if conditions::set(&mut conditions, taints::eviction_condition(), self.now) {
             out.writes
                 .push(status_patch(pod, json!({ "conditions": conditions }), true));
         }
@@ -322,14 +316,7 @@ impl Pods<'_> {
             target: target.clone(),
             options,
         });
-        let ns = target.namespace.as_deref().unwrap_or_default();
-        out.events.push(
-            Event::normal(
-                "TaintManagerEviction",
-                format!("Marking for deletion Pod {ns}/{}", target.name),
-            )
-            .regarding(target),
-        );
+        out.events.push(taints::eviction_event(target));
         Ok(())
     }
 }

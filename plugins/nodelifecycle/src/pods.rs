@@ -113,14 +113,8 @@ fn sync_pod(node: &NodeFacts<'_>, pod: &Pod<'_>, out: &mut PodWrites) -> Result<
         }
     }
     if evict {
-        changed |= conditions::set(
-            &mut conditions,
-            "DisruptionTarget",
-            "True",
-            "DeletionByTaintManager",
-            "Taint manager: deleting due to NoExecute taint",
-            now,
-        );
+        changed |=
+            windlass_sdk::conditions::set(&mut conditions, taints::eviction_condition(), now);
     }
     if changed {
         let mut status = Map::new();
@@ -133,14 +127,7 @@ fn sync_pod(node: &NodeFacts<'_>, pod: &Pod<'_>, out: &mut PodWrites) -> Result<
             target: target.clone(),
             options: with_uid(DeleteOptions::new(), pod),
         });
-        let ns = target.namespace.as_deref().unwrap_or_default();
-        out.events.push(
-            Event::normal(
-                "TaintManagerEviction",
-                format!("Marking for deletion Pod {ns}/{}", target.name),
-            )
-            .regarding(target),
-        );
+        out.events.push(taints::eviction_event(target));
     }
     Ok(())
 }
