@@ -77,6 +77,7 @@ mod index;
 pub mod instance;
 pub mod log;
 mod manifest;
+pub mod nodes;
 mod object;
 mod outcome;
 mod refs;

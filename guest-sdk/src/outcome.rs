@@ -190,6 +190,13 @@ pub struct Event {
     pub regarding: Option<ObjectRef>,
 }
 
+/// `Reason: message`, as a test or a log line reads an event.
+impl std::fmt::Display for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.reason, self.message)
+    }
+}
+
 impl Event {
     /// A `Normal` event.
     pub fn normal(reason: &str, message: impl Into<String>) -> Self {
@@ -396,11 +403,74 @@ impl Outcome {
         })
     }
 
+    /// The targets and options of every `delete` write.
+    pub fn deletes_with(&self) -> impl Iterator<Item = (&ObjectRef, &DeleteOptions)> {
+        self.writes.iter().filter_map(|w| match w {
+            Write::Delete { target, options } => Some((target, options)),
+            _ => None,
+        })
+    }
+
+    /// Every merge patch: its target, its subresource (`status` or none)
+    /// and the patch.
+    pub fn merge_patches(&self) -> impl Iterator<Item = (&ObjectRef, Option<&str>, &Value)> {
+        self.writes.iter().filter_map(|w| match w {
+            Write::MergePatch {
+                target,
+                subresource,
+                patch,
+            } => Some((target, subresource.as_deref(), patch)),
+            _ => None,
+        })
+    }
+
     /// Whether the outcome asks for nothing at all.
     pub fn is_empty(&self) -> bool {
         self.writes.is_empty()
             && !self.prune_owned
             && self.requeue_after.is_none()
             && self.events.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_outcome_lists_its_patches_and_deletes_in_order() {
+        let a = ObjectRef::new("v1", "Pod", "ns", "a");
+        let b = ObjectRef::new("v1", "Pod", "ns", "b");
+        let out = Outcome::new()
+            .patch_status(a.clone(), json!({"status": {"phase": "Failed"}}))
+            .delete_with(b.clone(), DeleteOptions::new().uid("u-b"))
+            .merge_patch(b.clone(), json!({"metadata": {"labels": {"x": "y"}}}))
+            .delete(a.clone());
+        let patches: Vec<_> = out.merge_patches().collect();
+        assert_eq!(patches.len(), 2);
+        assert_eq!(
+            (patches[0].0, patches[0].1, &patches[0].2["status"]["phase"]),
+            (&a, Some("status"), &json!("Failed"))
+        );
+        assert_eq!((patches[1].0, patches[1].1), (&b, None));
+        let deletes: Vec<_> = out.deletes_with().collect();
+        assert_eq!(
+            deletes,
+            [
+                (&b, &DeleteOptions::new().uid("u-b")),
+                (&a, &DeleteOptions::new())
+            ]
+        );
+        assert_eq!(out.deletes().collect::<Vec<_>>(), [&b, &a]);
+    }
+
+    #[test]
+    fn an_event_reads_as_reason_and_message() {
+        let e = Event::warning("FailedCreate", "Error creating: quota exceeded");
+        assert_eq!(
+            e.to_string(),
+            "FailedCreate: Error creating: quota exceeded"
+        );
     }
 }

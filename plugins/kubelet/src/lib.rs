@@ -57,7 +57,7 @@ use windlass_sdk::{
 };
 
 use crate::summary::Summary;
-use crate::view::{Pod, Routing};
+use crate::view::Pod;
 
 /// The label that puts a node in this plugin's care.
 pub const SIMULATED_LABEL: &str = "windlass.dev/simulated";
@@ -103,18 +103,7 @@ impl Controller for Kubelet {
     /// A pod's changes wake its node; a Lease's (appearing or going) its
     /// holder's.
     fn map(changed: &Object) -> Vec<ObjectRef> {
-        let Ok(r) = changed.deserialize::<Routing<'_>>() else {
-            return Vec::new();
-        };
-        let node = match &*r.kind {
-            "Pod" => r.spec.node_name.unwrap_or_default(),
-            "Lease" => r.metadata.name,
-            _ => return Vec::new(),
-        };
-        if node.is_empty() {
-            return Vec::new();
-        }
-        vec![ObjectRef::cluster("v1", "Node", node)]
+        windlass_sdk::nodes::node_of(changed).into_iter().collect()
     }
 
     /// A bound pod is filed under its node with a summary of what it needs

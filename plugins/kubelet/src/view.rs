@@ -298,29 +298,3 @@ pub(crate) struct LeaseSpec<'a> {
     #[serde(borrow, default)]
     pub renew_time: Option<Str<'a>>,
 }
-
-// ---- what `map` and `index` need -----------------------------------------
-
-/// Just enough of any object to route it in `map`.
-#[derive(Deserialize, Default)]
-pub(crate) struct Routing<'a> {
-    #[serde(borrow, default)]
-    pub kind: Str<'a>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    pub metadata: RoutingMeta<'a>,
-    #[serde(borrow, default, deserialize_with = "nullable")]
-    pub spec: RoutingSpec<'a>,
-}
-
-#[derive(Deserialize, Default)]
-pub(crate) struct RoutingMeta<'a> {
-    #[serde(borrow, default)]
-    pub name: Str<'a>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct RoutingSpec<'a> {
-    #[serde(borrow, default)]
-    pub node_name: Option<Str<'a>>,
-}

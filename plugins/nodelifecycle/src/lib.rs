@@ -82,18 +82,7 @@ impl Controller for NodeLifecycle {
     /// A pod wakes its node (one that is gone included: that is how its
     /// orphans are found); a Lease the node of its name.
     fn map(changed: &Object) -> Vec<ObjectRef> {
-        let Ok(r) = changed.deserialize::<Routing<'_>>() else {
-            return Vec::new();
-        };
-        let node = match &*r.kind {
-            "Pod" => r.spec.node_name.unwrap_or_default(),
-            "Lease" => r.metadata.name,
-            _ => return Vec::new(),
-        };
-        if node.is_empty() {
-            return Vec::new();
-        }
-        vec![ObjectRef::cluster("v1", "Node", node)]
+        windlass_sdk::nodes::node_of(changed).into_iter().collect()
     }
 
     /// A pod is filed under its node, with the few facts that make its

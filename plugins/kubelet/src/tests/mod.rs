@@ -11,7 +11,7 @@ mod taints;
 
 use serde_json::{Value, json};
 use windlass_sdk::testing::Harness;
-use windlass_sdk::{DeleteOptions, Event, Object, ObjectRef, Outcome, Time, Write};
+use windlass_sdk::{DeleteOptions, Object, ObjectRef, Outcome, Time, Write};
 
 use super::Kubelet;
 
@@ -108,38 +108,23 @@ pub(crate) fn step(h: &mut H, secs: i64) -> Outcome {
 
 /// The status patches of pods in `out`, by pod name.
 pub(crate) fn pod_patches(out: &Outcome) -> Vec<(&str, &Value)> {
-    out.writes
-        .iter()
-        .filter_map(|w| match w {
-            Write::MergePatch {
-                target,
-                subresource: Some(s),
-                patch,
-            } if s == "status" && target.is("v1", "Pod") => Some((target.name.as_str(), patch)),
-            _ => None,
-        })
+    (out.merge_patches())
+        .filter(|(target, sub, _)| *sub == Some("status") && target.is("v1", "Pod"))
+        .map(|(target, _, patch)| (target.name.as_str(), patch))
         .collect()
 }
 
 /// The pod deletes in `out`.
 pub(crate) fn pod_deletes(out: &Outcome) -> Vec<(&str, &DeleteOptions)> {
-    out.writes
-        .iter()
-        .filter_map(|w| match w {
-            Write::Delete { target, options } if target.is("v1", "Pod") => {
-                Some((target.name.as_str(), options))
-            }
-            _ => None,
-        })
+    (out.deletes_with())
+        .filter(|(target, _)| target.is("v1", "Pod"))
+        .map(|(target, options)| (target.name.as_str(), options))
         .collect()
 }
 
 /// `reason: message` of each event.
 pub(crate) fn events(out: &Outcome) -> Vec<String> {
-    out.events
-        .iter()
-        .map(|e: &Event| format!("{}: {}", e.reason, e.message))
-        .collect()
+    out.events.iter().map(ToString::to_string).collect()
 }
 
 /// The stored pod's status.

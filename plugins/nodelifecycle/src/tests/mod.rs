@@ -11,7 +11,7 @@ mod taints;
 
 use serde_json::{Value, json};
 use windlass_sdk::testing::Harness;
-use windlass_sdk::{DeleteOptions, Event, EventType, Object, ObjectRef, Outcome, Time, Write};
+use windlass_sdk::{DeleteOptions, Event, EventType, Object, ObjectRef, Outcome, Time};
 
 use super::NodeLifecycle;
 
@@ -137,29 +137,17 @@ pub(crate) fn patches<'a>(
     out: &'a Outcome,
     target: &ObjectRef,
 ) -> Vec<(Option<&'a str>, &'a Value)> {
-    out.writes
-        .iter()
-        .filter_map(|w| match w {
-            Write::MergePatch {
-                target: t,
-                subresource,
-                patch,
-            } if t == target => Some((subresource.as_deref(), patch)),
-            _ => None,
-        })
+    (out.merge_patches())
+        .filter(|(t, _, _)| *t == target)
+        .map(|(_, sub, patch)| (sub, patch))
         .collect()
 }
 
 /// The pod deletes in `out`.
 pub(crate) fn pod_deletes(out: &Outcome) -> Vec<(&str, &DeleteOptions)> {
-    out.writes
-        .iter()
-        .filter_map(|w| match w {
-            Write::Delete { target, options } if target.is("v1", "Pod") => {
-                Some((target.name.as_str(), options))
-            }
-            _ => None,
-        })
+    (out.deletes_with())
+        .filter(|(target, _)| target.is("v1", "Pod"))
+        .map(|(target, options)| (target.name.as_str(), options))
         .collect()
 }
 
