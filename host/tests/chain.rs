@@ -1084,13 +1084,15 @@ spec:
 /// nowhere has the scheduler delete a pod of lower priority where that
 /// makes room (`Preempted` on the victim, the node nominated on the pod),
 /// then runs there; the victim's replacement waits, as it cannot preempt
-/// a pod of higher priority.
+/// a pod of higher priority. Then a PodDisruptionBudget: of two pods that
+/// could make room, the scheduler spares the one a budget protects, though
+/// it is the less important.
 #[test]
 fn a_pod_of_higher_priority_preempts_a_lower_one() {
     let c = cluster();
     let pod = |name: &str, class: &str, cpu: &str| {
         format!(
-            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  {class}\
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, labels: {{app: {name}}}}}\nspec:\n  {class}\
              terminationGracePeriodSeconds: 1\n  nodeSelector: {{kubernetes.io/hostname: node-c1}}\n  \
              containers: [{{name: c, image: nginx, resources: {{requests: {{cpu: \"{cpu}\"}}}}}}]\n"
         )
@@ -1143,6 +1145,62 @@ fn a_pod_of_higher_priority_preempts_a_lower_one() {
             .then_some(())
             .ok_or(said)
     });
+
+    // Two pods could make room for a second urgent one: `guarded` (priority
+    // 0, which alone would go) and `plain` (500). A budget with no
+    // disruption left protects `guarded`, so `plain` goes instead.
+    c.ok(&["delete", "pod", "filler", "urgent", "--wait=true"], None);
+    c.ok(&["create", "priorityclass", "medium", "--value=500"], None);
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(&pod("plain", "priorityClassName: medium\n  ", "750m")),
+    );
+    c.ok(&["apply", "-f", "-"], Some(&pod("guarded", "", "750m")));
+    c.ok(
+        &[
+            "create",
+            "pdb",
+            "guarded",
+            "--selector=app=guarded",
+            "--min-available=1",
+        ],
+        None,
+    );
+    c.eventually(
+        "both run, and the budget allows no disruption",
+        WAIT,
+        || {
+            let pdb = c.json(&["pdb", "guarded"]);
+            let both = ["plain", "guarded"]
+                .iter()
+                .all(|p| c.json(&["pod", p])["status"]["phase"] == "Running");
+            (both
+                && pdb["status"]["currentHealthy"] == 1
+                && pdb["status"]["disruptionsAllowed"] == 0)
+                .then_some(())
+                .ok_or(format!("{}", pdb["status"]))
+        },
+    );
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(&pod("urgent2", "priorityClassName: high\n  ", "1")),
+    );
+    c.eventually("the second urgent pod runs where plain was", WAIT, || {
+        let p = c.json(&["pod", "urgent2"]);
+        (p["status"]["phase"] == "Running" && node_of(&p) == "node-c1")
+            .then_some(())
+            .ok_or(format!("{}", p["status"]))
+    });
+    let names: Vec<String> = (c.items(&["pods"]).iter())
+        .map(|p| {
+            p["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert!(names.contains(&"guarded".to_owned()), "{names:?}");
+    assert!(!names.contains(&"plain".to_owned()), "{names:?}");
     c.stop();
 }
 

@@ -48,7 +48,8 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "apps" replicasets/status update,patch"#,
         ],
         // reconciles unbound v1 Pods, reads v1 Node and v1 Pod, writes pods/binding;
-        // reads claims, volumes and classes, annotates claims (VolumeBinding)
+        // reads claims, volumes and classes, annotates claims (VolumeBinding);
+        // reads PodDisruptionBudgets (preemption)
         "scheduler" => vec![
             r#"* "" events create,patch"#,
             r#"* "" nodes get,list,watch"#,
@@ -60,6 +61,7 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "" pods get,list,watch"#,
             r#"* "" pods/binding create"#,
             r#"* "" pods/status update,patch"#,
+            r#"* "policy" poddisruptionbudgets get,list,watch"#,
             r#"* "storage.k8s.io" storageclasses get,list,watch"#,
         ],
         // reconciles simulated v1 Nodes, reads bound v1 Pods and the Leases

@@ -13,7 +13,8 @@
 //! - `plugins`: the filters and scores, one file per kube-scheduler plugin.
 //! - `volumes`: `VolumeBinding`, for pods with PersistentVolumeClaims.
 //! - `preemption`: `DefaultPreemption`, for a pod that fits nowhere but
-//!   would where pods of lower priority are deleted.
+//!   would where pods of lower priority are deleted; `budgets`: the
+//!   PodDisruptionBudgets it prefers not to violate.
 //! - `fit_error`, `status`: the message and condition of a pod that does not fit.
 //! - `index`, `keys`: how Nodes and Pods are filed, and which pending pods a change requeues.
 //! - `node`, `pod`, `bound`, `term`, `selector`, `requests`, `quantity`: the model.
@@ -21,6 +22,7 @@
 
 mod api;
 mod bound;
+mod budgets;
 mod fit_error;
 mod hash;
 mod index;
@@ -77,6 +79,8 @@ impl Controller for Scheduler {
         .reads(Watch::kind("v1", "PersistentVolumeClaim"))
         .reads(Watch::kind("v1", "PersistentVolume"))
         .reads(Watch::kind("storage.k8s.io/v1", "StorageClass"))
+        // Preemption spares pods a PodDisruptionBudget protects, if it can.
+        .reads(Watch::kind("policy/v1", "PodDisruptionBudget"))
         .writes(Grant::kind("v1", "Pod").subresource("binding"))
         .writes(Grant::kind("v1", "PersistentVolumeClaim"))
         // Unschedulable pods are retried on relevant changes (`map`); the

@@ -6,10 +6,12 @@
 //! resources: every pod there of lower priority, not already terminating,
 //! is a potential victim; if the pod fits with all of them gone (and the
 //! node still passes the other filters), as many as can stay are spared,
-//! most important first (higher priority, then started earlier). Of the
-//! nodes that work, the one whose most important victim is least
-//! important wins, then the lowest sum of priorities, then the fewest
-//! victims, then the latest start among the most important victims.
+//! most important first (higher priority, then started earlier), and
+//! those whose deletion would violate a PodDisruptionBudget before the
+//! rest (`budgets`). Of the nodes that work, the one with the fewest
+//! victims that violate a budget wins, then the one whose most important
+//! victim is least important, then the lowest sum of priorities, then the
+//! fewest victims, then the latest start among the most important victims.
 //!
 //! When nothing works, the message says why per node, in upstream's
 //! words: `Preemption is not helpful for scheduling` (the node failed a
@@ -20,14 +22,14 @@
 //! and is deleted with its grace period; the pod is nominated to the node.
 //! A pod with `preemptionPolicy: Never` does not preempt, and a pod whose
 //! nominated node still has lower-priority pods terminating waits for
-//! them rather than preempting more. Not modelled: PodDisruptionBudgets
-//! (upstream prefers victims whose eviction violates none), victims for
-//! pod affinity or topology spread, and nominated pods' claim on the room
-//! made (another pod may take it first).
+//! them rather than preempting more. Not modelled: victims for pod
+//! affinity or topology spread, and nominated pods' claim on the room made
+//! (another pod may take it first).
 
 use windlass_sdk::Error;
 
 use crate::bound::BoundPod;
+use crate::budgets::{self, Budget};
 use crate::fit_error;
 use crate::keys;
 use crate::node::NodeInfo;
@@ -57,13 +59,15 @@ pub(crate) enum Outcome {
     Failed(String),
 }
 
-/// How a candidate node ranks: the smallest wins (the most important
-/// victim's priority, the sum of priorities, the number of victims, and
-/// the latest start among the most important victims).
-type Rank = (i32, i64, usize, std::cmp::Reverse<String>);
+/// How a candidate node ranks: the smallest wins (the victims that
+/// violate a budget, the most important victim's priority, the sum of
+/// priorities, the number of victims, and the latest start among the most
+/// important victims).
+type Rank = (usize, i32, i64, usize, std::cmp::Reverse<String>);
 
-/// The rank of a node whose `victims` (most important first) make room.
-fn rank(victims: &[BoundPod<'_>]) -> Rank {
+/// The rank of a node whose `victims` (most important first) make room,
+/// `violations` of them against a budget.
+fn rank(victims: &[BoundPod<'_>], violations: usize) -> Rank {
     let top = victims.first().map_or(i32::MIN, |v| v.priority);
     // Shifted so that negative priorities add up as upstream's do.
     let sum = victims
@@ -77,6 +81,7 @@ fn rank(victims: &[BoundPod<'_>]) -> Rank {
         .min()
         .unwrap_or("");
     (
+        violations,
         top,
         sum,
         victims.len(),
@@ -146,13 +151,21 @@ pub(crate) fn preempt(
             reasons.push(NO_VICTIMS.to_owned());
         }
     }
+    let budget_objects = if short.is_empty() {
+        Vec::new()
+    } else {
+        cluster.budgets()?
+    };
+    let budgets = (budget_objects.iter())
+        .map(Budget::read)
+        .collect::<Result<Vec<_>, _>>()?;
     let mut best: Option<(Rank, usize, Vec<Victim>)> = None;
     for &(i, usage) in short {
         let node = &snap.nodes[i];
         let summaries = cluster.pods(&keys::node(node.name_str()))?;
-        match dry_run(pod, node, usage, &summaries, others) {
-            Ok(victims) => {
-                let r = rank(&victims);
+        match dry_run(pod, node, usage, &summaries, &budgets, others) {
+            Ok((victims, violations)) => {
+                let r = rank(&victims, violations);
                 if best.as_ref().is_none_or(|(b, _, _)| r < *b) {
                     best = Some((r, i, victims.iter().map(Victim::of).collect()));
                 }
@@ -183,15 +196,16 @@ fn nothing(all: usize, reasons: Vec<String>) -> Outcome {
     Outcome::Failed(format!("preemption: {}", fit_error::message(all, reasons)))
 }
 
-/// The victims on `node` that make room for `pod`, most important first;
-/// or why there are none.
+/// The victims on `node` that make room for `pod`, most important first,
+/// and how many of them violate a budget; or why there are none.
 fn dry_run<'a>(
     pod: &PodInfo<'_>,
     node: &NodeInfo<'_>,
     usage: Usage,
     summaries: &'a [Vec<u8>],
+    budgets: &[Budget<'_>],
     others: &dyn Fn(&NodeInfo<'_>) -> Option<Reason>,
-) -> Result<Vec<BoundPod<'a>>, Vec<String>> {
+) -> Result<(Vec<BoundPod<'a>>, usize), Vec<String>> {
     let mut potential: Vec<BoundPod<'a>> = summaries
         .iter()
         .filter_map(|s| BoundPod::decode(s))
@@ -210,22 +224,36 @@ fn dry_run<'a>(
         r.texts(node, &mut texts);
         return Err(texts);
     }
-    potential.sort_by(|a, b| {
-        b.priority
-            .cmp(&a.priority)
-            .then_with(|| start_key(a.start_time).cmp(start_key(b.start_time)))
-    });
+    potential.sort_by(more_important);
+    // Spare as many as still leave room, those that would violate a
+    // budget first, each group most important first.
+    let (violating, fine) = budgets::split(potential, budgets);
+    let mixed = !violating.is_empty() && !fine.is_empty();
     let mut victims = Vec::new();
-    for v in potential {
+    let mut violations = 0;
+    for (v, violates) in
+        (violating.into_iter().map(|v| (v, true))).chain(fine.into_iter().map(|v| (v, false)))
+    {
         let mut spared = room;
         release(&mut spared, &v, 1);
         if node_resources::filter(pod, &node.allocatable, &spared).is_none() {
             room = spared;
         } else {
             victims.push(v);
+            violations += usize::from(violates);
         }
     }
-    Ok(victims)
+    if mixed {
+        victims.sort_by(more_important);
+    }
+    Ok((victims, violations))
+}
+
+/// Upstream's `MoreImportantPod`: higher priority, then started earlier.
+fn more_important(a: &BoundPod<'_>, b: &BoundPod<'_>) -> std::cmp::Ordering {
+    b.priority
+        .cmp(&a.priority)
+        .then_with(|| start_key(a.start_time).cmp(start_key(b.start_time)))
 }
 
 /// Adds (`sign` 1) or takes away (-1) what `pod` holds on its node.

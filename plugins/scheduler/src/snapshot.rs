@@ -9,7 +9,7 @@ use std::cell::{Cell, OnceCell};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
-use windlass_sdk::{Error, KindRef, cache};
+use windlass_sdk::{Error, KindRef, Object, cache};
 
 use crate::bound::{BoundPod, Terms};
 use crate::hash::FnvMap;
@@ -34,6 +34,8 @@ pub(crate) trait Cluster {
     /// `owner` (a uid) controls, not counting those being deleted (the
     /// totals of [`keys::owned_on`]).
     fn owned(&mut self, owner: &str, nodes: &[&[u8]]) -> Result<Vec<i64>, Error>;
+    /// Every PodDisruptionBudget (preemption reads them, rarely).
+    fn budgets(&mut self) -> Result<Vec<Object>, Error>;
 }
 
 /// The host's indexed caches.
@@ -70,6 +72,14 @@ impl Cluster for HostCache {
     fn owned(&mut self, owner: &str, nodes: &[&[u8]]) -> Result<Vec<i64>, Error> {
         let totals = per_node_totals(&keys::owned_prefix(owner), nodes)?;
         Ok(totals.iter().map(|t| Usage::from_totals(t).pods).collect())
+    }
+
+    fn budgets(&mut self) -> Result<Vec<Object>, Error> {
+        cache::list(
+            &KindRef::new("policy/v1", "PodDisruptionBudget"),
+            None,
+            None,
+        )
     }
 }
 

@@ -187,6 +187,12 @@ impl Cluster for TestCluster {
             .collect())
     }
 
+    /// Budgets are read through the SDK harness's cache in the tests that
+    /// need them; none here.
+    fn budgets(&mut self) -> Result<Vec<Object>, Error> {
+        Ok(Vec::new())
+    }
+
     fn usage(&mut self, nodes: &[&[u8]]) -> Result<Vec<Usage>, Error> {
         self.usage_calls += 1;
         Ok(nodes

@@ -9,10 +9,22 @@ use crate::tests::{H, failed_scheduling, key, node_of, node_yaml, pod_yaml};
 /// A pod of `cpu` with `priority`, bound to `node` (started at `start`)
 /// or pending.
 fn pod(name: &str, cpu: &str, priority: i32, node: Option<&str>, start: &str) -> String {
+    labelled(name, "app: x", cpu, priority, node, start)
+}
+
+/// [`pod`] with `labels`.
+fn labelled(
+    name: &str,
+    labels: &str,
+    cpu: &str,
+    priority: i32,
+    node: Option<&str>,
+    start: &str,
+) -> String {
     let place = node.map_or(String::new(), |n| format!("nodeName: {n}\n  "));
     let yaml = pod_yaml(
         name,
-        "app: x",
+        labels,
         &format!(
             "{place}priority: {priority}\n  containers: [{{name: c, image: nginx, resources: {{requests: {{cpu: \"{cpu}\"}}}}}}]"
         ),
@@ -173,4 +185,120 @@ fn nothing_to_preempt_says_why_per_node() {
             "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.."
         ]
     );
+}
+
+/// A PodDisruptionBudget in `default` selecting `app: <app>`, with
+/// `allowed` disruptions left and `disrupted` pods already being disrupted.
+fn budget(app: &str, allowed: i32, disrupted: &[&str]) -> String {
+    let disrupted: Vec<String> = (disrupted.iter())
+        .map(|p| format!("{p}: \"2026-01-05T00:00:00Z\""))
+        .collect();
+    format!(
+        r#"
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: {app}, namespace: default}}
+spec: {{maxUnavailable: 0, selector: {{matchLabels: {{app: {app}}}}}}}
+status: {{disruptionsAllowed: {allowed}, disruptedPods: {{{}}}}}
+"#,
+        disrupted.join(", ")
+    )
+}
+
+/// Two full nodes of two 1-cpu pods of priority 1: on n1 a budget with no
+/// disruptions left guards both (and they started later, so without the
+/// budget n1 would win the tie); on n2 nothing does.
+fn guarded_and_unguarded(budget_text: &str) -> String {
+    node_yaml("n1", "2", "8Gi", 110, "")
+        + &node_yaml("n2", "2", "8Gi", 110, "")
+        + &labelled(
+            "g1",
+            "app: guarded",
+            "1",
+            1,
+            Some("n1"),
+            "2026-01-03T00:00:00Z",
+        )
+        + &labelled(
+            "g2",
+            "app: guarded",
+            "1",
+            1,
+            Some("n1"),
+            "2026-01-03T00:00:00Z",
+        )
+        + &pod("x1", "1", 1, Some("n2"), "2026-01-02T00:00:00Z")
+        + &pod("x2", "1", 1, Some("n2"), "2026-01-02T00:00:00Z")
+        + &pod("urgent", "1", 10, None, "")
+        + budget_text
+}
+
+#[test]
+fn preemption_prefers_the_node_whose_victims_violate_no_budget() {
+    // Without a budget the tie goes to n1, whose victim started later.
+    let h = H::new().with_objects(&guarded_and_unguarded("")).unwrap();
+    let out = h.reconcile_key(&key("urgent")).unwrap();
+    assert_eq!(deleted(&out).len(), 1, "{out:?}");
+    assert!(deleted(&out)[0].starts_with('g'), "{out:?}");
+
+    let text = guarded_and_unguarded(&budget("guarded", 0, &[]));
+    let mut h = H::new().with_objects(&text).unwrap();
+    let out = h.reconcile_key(&key("urgent")).unwrap();
+    assert_eq!(deleted(&out).len(), 1, "{out:?}");
+    assert!(deleted(&out)[0].starts_with('x'), "{out:?}");
+    h.apply_outcome(&key("urgent"), &out).unwrap();
+    assert_eq!(nominated(&h, "urgent").as_deref(), Some("n2"));
+
+    // A pod the API server already counts as disrupted under the budget
+    // is not counted again: g1 is, and deleting g2 takes the budget below
+    // zero no more than deleting g1 does, so n1 is as good as before.
+    let text = guarded_and_unguarded(&budget("guarded", 0, &["g1", "g2"]));
+    let h = H::new().with_objects(&text).unwrap();
+    let out = h.reconcile_key(&key("urgent")).unwrap();
+    assert!(deleted(&out)[0].starts_with('g'), "{out:?}");
+}
+
+#[test]
+fn on_a_node_the_victims_a_budget_protects_are_spared_first() {
+    // One node, three 1-cpu pods of priority 1, full: `c` started first,
+    // then `a`, then `b`. Without a budget the least important, `b`, goes.
+    // A budget over `a` and `b` allowing one disruption leaves `b` (the
+    // second it counts) violating: it is spared first, and `a` goes.
+    let pods = node_yaml("n1", "3", "8Gi", 110, "")
+        + &pod("c", "1", 1, Some("n1"), "2026-01-01T00:00:00Z")
+        + &labelled(
+            "a",
+            "app: guarded",
+            "1",
+            1,
+            Some("n1"),
+            "2026-01-02T00:00:00Z",
+        )
+        + &labelled(
+            "b",
+            "app: guarded",
+            "1",
+            1,
+            Some("n1"),
+            "2026-01-03T00:00:00Z",
+        )
+        + &pod("urgent", "1", 10, None, "");
+    let h = H::new().with_objects(&pods).unwrap();
+    let out = h.reconcile_key(&key("urgent")).unwrap();
+    assert_eq!(deleted(&out), ["b"], "{out:?}");
+
+    let with_budget = pods.clone() + &budget("guarded", 1, &[]);
+    let h = H::new().with_objects(&with_budget).unwrap();
+    let out = h.reconcile_key(&key("urgent")).unwrap();
+    assert_eq!(deleted(&out), ["a"], "{out:?}");
+
+    // A budget of another namespace, or with an empty selector, protects
+    // nothing here.
+    let elsewhere = budget("guarded", 1, &[]).replace("namespace: default", "namespace: other");
+    let h = H::new().with_objects(&(pods.clone() + &elsewhere)).unwrap();
+    assert_eq!(deleted(&h.reconcile_key(&key("urgent")).unwrap()), ["b"]);
+    let empty = budget("guarded", 1, &[]).replace("{matchLabels: {app: guarded}}", "{}");
+    let h = H::new().with_objects(&(pods + &empty)).unwrap();
+    assert_eq!(deleted(&h.reconcile_key(&key("urgent")).unwrap()), ["b"]);
 }
