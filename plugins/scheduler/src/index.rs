@@ -20,6 +20,7 @@ use crate::api::{self, Condition};
 use crate::bound::BoundPod;
 use crate::keys;
 use crate::node::NodeInfo;
+use crate::nominated;
 use crate::plugins::Usage;
 use crate::pod::{self, PodInfo};
 use crate::wire::{Reader, Writer};
@@ -77,18 +78,30 @@ fn index_pod(view: &api::PodView<'_>) -> Option<IndexEntry> {
     )
 }
 
-/// A pending pod is filed only once this scheduler found it unschedulable.
+/// A pending pod is filed only once this scheduler found it unschedulable,
+/// or nominated it to a node; its summary starts with its namespace and
+/// name, then, if nominated, its claim (`nominated`).
 fn index_pending(view: &api::PodView<'_>, info: &PodInfo<'_>) -> Option<IndexEntry> {
-    if !pod::is_ours(view) || view.metadata.deletion_timestamp.is_some() || !waiting(view) {
+    if !pod::is_ours(view) || view.metadata.deletion_timestamp.is_some() {
         return None;
     }
-    let mut e = IndexEntry::new().key(keys::UNSCHEDULABLE);
-    if !info.affinity.is_empty() || info.spread.iter().any(|c| c.hard) {
-        e = e.key(keys::WAITING_FOR_PODS);
+    let nominated = info.nominated_node.filter(|n| !n.is_empty());
+    let mut e = IndexEntry::new();
+    if waiting(view) {
+        e = e.key(keys::UNSCHEDULABLE);
+        if !info.affinity.is_empty() || info.spread.iter().any(|c| c.hard) {
+            e = e.key(keys::WAITING_FOR_PODS);
+        }
+    } else if nominated.is_none() {
+        return None;
     }
     let mut w = Writer::new();
     w.str(info.namespace);
     w.str(info.name);
+    if let Some(node) = nominated {
+        e = e.key(keys::NOMINATED);
+        nominated::encode_claim(&mut w, info, node);
+    }
     Some(e.summary(w.finish()))
 }
 

@@ -13,7 +13,8 @@
 //! owner's uid>/<node>`).
 //! Pending pods this scheduler found
 //! unschedulable: under [`UNSCHEDULABLE`], and also [`WAITING_FOR_PODS`] if
-//! a newly bound pod could help them (pod affinity, spread constraints).
+//! a newly bound pod could help them (pod affinity, spread constraints);
+//! pending pods nominated to a node under [`NOMINATED`].
 
 use crate::selector::Selector;
 
@@ -43,6 +44,8 @@ pub(crate) const NEGATIVE_PRIORITY: &str = "prio<0";
 pub(crate) const UNSCHEDULABLE: &str = "unsched";
 /// Those of them that another pod being bound can help.
 pub(crate) const WAITING_FOR_PODS: &str = "unsched-pods";
+/// Pending pods nominated to a node (`status.nominatedNodeName`).
+pub(crate) const NOMINATED: &str = "nominated";
 
 /// The pods bound to a node.
 pub(crate) fn node(name: &str) -> String {

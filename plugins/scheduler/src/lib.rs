@@ -14,7 +14,8 @@
 //! - `volumes`: `VolumeBinding`, for pods with PersistentVolumeClaims.
 //! - `preemption`: `DefaultPreemption`, for a pod that fits nowhere but
 //!   would where pods of lower priority are deleted; `budgets`: the
-//!   PodDisruptionBudgets it prefers not to violate.
+//!   PodDisruptionBudgets it prefers not to violate; `nominated`: the room
+//!   a preemptor waits for, kept from pods of lower priority.
 //! - `fit_error`, `status`: the message and condition of a pod that does not fit.
 //! - `index`, `keys`: how Nodes and Pods are filed, and which pending pods a change requeues.
 //! - `node`, `pod`, `bound`, `term`, `selector`, `requests`, `quantity`: the model.
@@ -28,6 +29,7 @@ mod hash;
 mod index;
 mod keys;
 mod node;
+mod nominated;
 mod plugins;
 mod pod;
 mod preemption;
@@ -154,7 +156,7 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
         }
         None => schedule::decide(&pod, &mut HostCache, &mut Stats::default())?,
     };
-    let (reason, message) = match decision {
+    let (reason, message, nomination_void) = match decision {
         Decision::Bind(node) => return Ok(bind(&pod, &key, &node)),
         Decision::Preempt {
             node,
@@ -163,12 +165,24 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
         } => {
             return preempt(&pod, &view, key, &node, &victims, &message, req.now);
         }
-        Decision::Unschedulable(message) => (status::UNSCHEDULABLE, message),
-        Decision::NoNodes => (status::SCHEDULER_ERROR, fit_error::NO_NODES.to_owned()),
+        Decision::Unschedulable(message) => (status::UNSCHEDULABLE, message, true),
+        Decision::NotEligible(message) => (status::UNSCHEDULABLE, message, false),
+        Decision::NoNodes => (
+            status::SCHEDULER_ERROR,
+            fit_error::NO_NODES.to_owned(),
+            true,
+        ),
     };
     let message = fit_error::truncate(&message);
     let mut out = Outcome::new().event(Event::warning("FailedScheduling", message.clone()));
-    if let Some(patch) = status::not_scheduled_patch(&view, reason, &message, req.now) {
+    let mut patch = status::not_scheduled_patch(&view, reason, &message, req.now);
+    // A nomination no node bears out is cleared, as upstream's
+    // `ClearNominatedNodeName` does, so that its claim (`nominated`) goes.
+    if nomination_void && pod.nominated_node.is_some_and(|n| !n.is_empty()) {
+        let p = patch.get_or_insert_with(|| json!({}));
+        p["status"]["nominatedNodeName"] = serde_json::Value::Null;
+    }
+    if let Some(patch) = patch {
         out = out.patch_status(key, patch);
     }
     Ok(out)

@@ -22,9 +22,10 @@
 //! and is deleted with its grace period; the pod is nominated to the node.
 //! A pod with `preemptionPolicy: Never` does not preempt, and a pod whose
 //! nominated node still has lower-priority pods terminating waits for
-//! them rather than preempting more. Not modelled: victims for pod
-//! affinity or topology spread, and nominated pods' claim on the room made
-//! (another pod may take it first).
+//! them rather than preempting more. Until it is bound, the room it waits
+//! for is kept from pods of no higher priority (`nominated`); when no node
+//! would do any more, its nomination is cleared. Not modelled: victims for
+//! pod affinity or topology spread.
 
 use windlass_sdk::Error;
 
@@ -55,8 +56,12 @@ pub(crate) struct Victim {
 pub(crate) enum Outcome {
     /// Deleting `victims` makes room on `node`.
     Victims { node: String, victims: Vec<Victim> },
-    /// Nothing to do: the message (`preemption: ...`) says why.
+    /// No node would do: the message (`preemption: ...`) says why. The
+    /// pod's nomination, if any, is void (upstream clears it).
     Failed(String),
+    /// The pod may not preempt (now): the message says why. A nomination
+    /// stays.
+    NotEligible(String),
 }
 
 /// How a candidate node ranks: the smallest wins (the victims that
@@ -118,7 +123,7 @@ pub(crate) fn preempt(
 ) -> Result<Outcome, Error> {
     let (short, all) = (failed.short, failed.all);
     if !pod.preempts {
-        return Ok(Outcome::Failed(format!("preemption: {NEVER}")));
+        return Ok(Outcome::NotEligible(format!("preemption: {NEVER}")));
     }
     if let Some(nominated) = pod.nominated_node {
         let there = cluster.pods(&keys::node(nominated))?;
@@ -127,7 +132,7 @@ pub(crate) fn preempt(
             .filter_map(|s| BoundPod::decode(s))
             .any(|b| b.terminating && b.priority < pod.priority);
         if waiting {
-            return Ok(Outcome::Failed(format!("preemption: {TERMINATING}")));
+            return Ok(Outcome::NotEligible(format!("preemption: {TERMINATING}")));
         }
     }
     // A pod of priority 0 or less can only preempt pods below zero.

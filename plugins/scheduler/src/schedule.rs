@@ -19,6 +19,7 @@ use crate::fit_error;
 use crate::hash;
 use crate::keys;
 use crate::node::NodeInfo;
+use crate::nominated::Nominated;
 use crate::plugins::{
     MAX_NODE_SCORE, Reason, Usage, inter_pod_affinity, node_affinity, node_name, node_resources,
     node_unschedulable, pod_topology_spread, taint_toleration, weight,
@@ -43,8 +44,12 @@ const DEFAULT_SPREAD_NODES: usize = MIN_FEASIBLE_NODES_TO_FIND;
 pub enum Decision {
     /// Bind it to this node.
     Bind(String),
-    /// It fits nowhere: the `FailedScheduling` message.
+    /// It fits nowhere: the `FailedScheduling` message. A nomination the
+    /// pod has is void.
     Unschedulable(String),
+    /// It fits nowhere and may not preempt now (its policy, or victims
+    /// still terminating): the message. A nomination stays.
+    NotEligible(String),
     /// It fits nowhere, but will on `node` once `victims`, of lower
     /// priority, are gone (`message`: why it fits nowhere now).
     Preempt {
@@ -160,8 +165,10 @@ pub(crate) fn decide(
     };
     let spread = pod_topology_spread::FilterState::new(pod, &snap);
     let affinity = inter_pod_affinity::FilterState::new(pod, &snap);
+    let nominated = Nominated::fetch(pod, cluster)?;
     let filters = Filters {
         pod,
+        nominated: &nominated,
         spread: &spread,
         affinity: &affinity,
     };
@@ -227,6 +234,9 @@ pub(crate) fn decide(
                 preemption::Outcome::Failed(why) => Ok(Decision::Unschedulable(
                     fit_error::with_post_filter(message, &why),
                 )),
+                preemption::Outcome::NotEligible(why) => Ok(Decision::NotEligible(
+                    fit_error::with_post_filter(message, &why),
+                )),
             }
         }
         1 => Ok(Decision::Bind(
@@ -242,6 +252,8 @@ pub(crate) fn decide(
 /// The pre-computed states the filters need.
 struct Filters<'f, 'p, 'a> {
     pod: &'f PodInfo<'p>,
+    /// What nominated pods claim (for the filters only).
+    nominated: &'f Nominated,
     spread: &'f pod_topology_spread::FilterState<'f, 'a>,
     affinity: &'f inter_pod_affinity::FilterState<'a>,
 }
@@ -324,9 +336,10 @@ impl Search {
                     break;
                 }
                 let node = &snap.nodes[i];
-                if let Some(r) = node_resources::filter(pod, &node.allocatable, &u) {
+                let claimed = f.nominated.on(node.name, u);
+                if let Some(r) = node_resources::filter(pod, &node.allocatable, &claimed) {
                     self.failed.push((i, r));
-                    self.short.push((i, u));
+                    self.short.push((i, claimed));
                     continue;
                 }
                 match f.after_resources(node) {

@@ -302,3 +302,72 @@ fn on_a_node_the_victims_a_budget_protects_are_spared_first() {
     let h = H::new().with_objects(&(pods + &empty)).unwrap();
     assert_eq!(deleted(&h.reconcile_key(&key("urgent")).unwrap()), ["b"]);
 }
+
+/// The status of a pending pod nominated to n1 after it preempted there.
+const NOMINATED_TO_N1: &str = "status: {nominatedNodeName: n1, conditions: [{type: PodScheduled, status: \"False\", reason: Unschedulable}]}\n";
+
+#[test]
+fn a_nominated_pod_keeps_its_room_from_pods_of_no_higher_priority() {
+    // `urgent` (priority 10) preempted on n1 and waits there; the room it
+    // waits for is free already. `low` and `equal` may not take it; `high`
+    // may, and so may `urgent` itself.
+    let text = node_yaml("n1", "2", "8Gi", 110, "")
+        + &pod("busy", "1", 0, Some("n1"), "2026-01-01T00:00:00Z")
+        + &pod("urgent", "1", 10, None, "")
+        + NOMINATED_TO_N1
+        + &pod("low", "1", 0, None, "")
+        + &pod("equal", "1", 10, None, "")
+        + &pod("high", "1", 20, None, "");
+    let h = H::new().with_objects(&text).unwrap();
+    for name in ["low", "equal"] {
+        let out = h.reconcile_key(&key(name)).unwrap();
+        assert_eq!(
+            failed_scheduling(&out)
+                .first()
+                .map(|m| m.split(" preemption:").next()),
+            Some(Some("0/1 nodes are available: 1 Insufficient cpu.")),
+            "{name}: {out:?}"
+        );
+    }
+    for name in ["high", "urgent"] {
+        let mut h = H::new().with_objects(&text).unwrap();
+        let out = h.reconcile_key(&key(name)).unwrap();
+        h.apply_outcome(&key(name), &out).unwrap();
+        assert_eq!(node_of(&h, name).as_deref(), Some("n1"), "{name}: {out:?}");
+    }
+    // Once `urgent` is bound, its claim is its usage: nothing is counted twice.
+    let mut h = H::new().with_objects(&text).unwrap();
+    let out = h.reconcile_key(&key("urgent")).unwrap();
+    h.apply_outcome(&key("urgent"), &out).unwrap();
+    let out = h.reconcile_key(&key("low")).unwrap();
+    assert_eq!(failed_scheduling(&out).len(), 1, "{out:?}");
+}
+
+#[test]
+fn a_nomination_no_node_bears_out_is_cleared() {
+    // `urgent` was nominated to n1, but n1 is now full of pods of its own
+    // priority: no victims anywhere. Upstream clears the nomination (so
+    // its claim stops holding room); a pod that may not preempt keeps it.
+    let text = node_yaml("n1", "1", "8Gi", 110, "")
+        + &pod("peer", "1", 10, Some("n1"), "2026-01-01T00:00:00Z")
+        + &pod("urgent", "1", 10, None, "")
+        + NOMINATED_TO_N1;
+    let mut h = H::new().with_objects(&text).unwrap();
+    let out = h.reconcile_key(&key("urgent")).unwrap();
+    assert_eq!(
+        failed_scheduling(&out),
+        [
+            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.."
+        ]
+    );
+    h.apply_outcome(&key("urgent"), &out).unwrap();
+    assert_eq!(nominated(&h, "urgent"), None);
+
+    let never = text.replace("priority: 10\n  containers: [{name: c, image: nginx, resources: {requests: {cpu: \"1\"}}}]\nstatus: {nominatedNodeName",
+        "priority: 10\n  preemptionPolicy: Never\n  containers: [{name: c, image: nginx, resources: {requests: {cpu: \"1\"}}}]\nstatus: {nominatedNodeName");
+    assert_ne!(never, text);
+    let mut h = H::new().with_objects(&never).unwrap();
+    let out = h.reconcile_key(&key("urgent")).unwrap();
+    h.apply_outcome(&key("urgent"), &out).unwrap();
+    assert_eq!(nominated(&h, "urgent").as_deref(), Some("n1"), "{out:?}");
+}
