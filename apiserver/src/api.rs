@@ -27,18 +27,21 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
     }
 }
 
-/// `/healthz`, `/readyz`, `/livez`: `ok`, except that readiness and health
+/// `/healthz`, `/readyz`, `/livez` (`health.rs`): readiness and health
 /// report failing storage (500, like kube-apiserver's failed etcd check).
-fn health(shared: &Shared, check: &'static str) -> Response<RespBody> {
-    if check != "livez"
-        && let Some(e) = shared.peek().storage_failure()
-    {
-        return rq::text_owned(
-            500,
-            format!("[-]storage failed: {e}\n{check} check failed\n"),
-        );
-    }
-    rq::text(200, "ok")
+fn health(shared: &Shared, endpoint: &str, check: Option<&str>, q: &Query) -> Response<RespBody> {
+    let failure = shared.peek().storage_failure().map(|e| e.to_string());
+    let ask = crate::health::Ask {
+        endpoint,
+        check,
+        verbose: q.get("verbose").is_some(),
+        exclude: q.all("exclude").collect(),
+    };
+    let state = crate::health::State {
+        storage_failure: failure.as_deref(),
+    };
+    let (code, text) = crate::health::answer(&ask, &state);
+    rq::text_owned(code, text)
 }
 
 /// Who sent `req`: refuses it (`401`) when the server has a token and the
@@ -83,7 +86,7 @@ async fn dispatch(shared: Arc<Shared>, req: Request<Incoming>) -> ApiResult<Resp
     let get = req.method() == Method::GET;
     let accept = header(&req, "accept").to_owned();
     match route(&path) {
-        Route::Text(t) => Ok(health(&shared, t)),
+        Route::Health(endpoint, check) => Ok(health(&shared, endpoint, check.as_deref(), &q)),
         Route::Version if get => Ok(rq::json(200, &discovery::version())),
         Route::Api | Route::Apis if get && discovery::aggregated(&accept).is_some() => {
             let version = discovery::aggregated(&accept).unwrap_or("v2");

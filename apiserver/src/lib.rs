@@ -27,6 +27,7 @@ mod files;
 mod filter;
 mod gc;
 mod handlers;
+mod health;
 mod intake;
 mod limits;
 mod list;

@@ -36,6 +36,13 @@ impl Query {
         self.0.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
     }
 
+    /// Every value of a repeated parameter, in order.
+    pub(crate) fn all<'q>(&'q self, k: &'q str) -> impl Iterator<Item = &'q str> + 'q {
+        (self.0.iter())
+            .filter(move |(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    }
+
     pub(crate) fn flag(&self, k: &str) -> bool {
         matches!(self.get(k), Some("true" | "1" | "True"))
     }
@@ -183,14 +190,6 @@ pub(crate) fn text_owned(code: u16, t: String) -> Response<RespBody> {
         .status(code)
         .header("content-type", "text/plain; charset=utf-8")
         .body(full(Bytes::from(t)))
-        .expect("static response parts are valid")
-}
-
-pub(crate) fn text(code: u16, t: &'static str) -> Response<RespBody> {
-    Response::builder()
-        .status(code)
-        .header("content-type", "text/plain; charset=utf-8")
-        .body(full(Bytes::from_static(t.as_bytes())))
         .expect("static response parts are valid")
 }
 

@@ -15,7 +15,8 @@ pub(crate) struct ResPath {
 
 #[derive(Debug, PartialEq)]
 pub(crate) enum Route {
-    Text(&'static str),
+    /// A health endpoint, and the one check its path names, if any.
+    Health(&'static str, Option<String>),
     Version,
     Api,
     Apis,
@@ -31,9 +32,14 @@ pub(crate) enum Route {
 pub(crate) fn route(path: &str) -> Route {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     match segs.as_slice() {
-        ["healthz", ..] => Route::Text("healthz"),
-        ["readyz", ..] => Route::Text("readyz"),
-        ["livez", ..] => Route::Text("livez"),
+        [check @ ("healthz" | "readyz" | "livez"), rest @ ..] => {
+            let endpoint = match *check {
+                "healthz" => "healthz",
+                "readyz" => "readyz",
+                _ => "livez",
+            };
+            Route::Health(endpoint, (!rest.is_empty()).then(|| rest.join("/")))
+        }
         ["version"] => Route::Version,
         ["openapi", "v2"] => Route::OpenApiV2,
         ["openapi", "v3"] => Route::OpenApiIndex,

@@ -357,9 +357,19 @@ async fn discovery_tables_and_health() {
         )
         .await;
     assert_eq!(c, 201, "{o}");
-    for p in ["/healthz", "/readyz", "/livez"] {
+    for p in [
+        "/healthz",
+        "/readyz",
+        "/livez",
+        "/readyz?verbose",
+        "/readyz/ping",
+        "/livez/log",
+    ] {
         let (c, _) = http.get(p).await;
-        assert_eq!(c, 200);
+        assert_eq!(c, 200, "{p}");
+    }
+    for p in ["/readyz/nope", "/livez/storage"] {
+        assert_eq!(http.get(p).await.0, 404, "{p}");
     }
     // Tables.
     http.post(PODS, &pod("p")).await;
