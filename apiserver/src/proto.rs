@@ -8,12 +8,16 @@
 //! `proto/schema.txt` (written by `proto/gen-schema.py` from the Kubernetes
 //! `generated.proto` files; its header says how to read it).
 //!
-//! Protobuf cannot tell a Go field left at its zero value from one that was
-//! never set, so the JSON follows `omitempty`: empty strings, lists and maps
-//! are left out, and a zero `Time` is absent. Numbers, booleans and nested
-//! objects are kept as sent (an explicit `replicas: 0` stays). A field the
-//! schema does not know is an error unless its value is zero, so nothing
-//! the client sent is silently dropped.
+//! Go's protobuf encoding writes every field that is not a pointer, zero or
+//! not, so the JSON follows what Go's JSON encoding of the same object
+//! would say: empty strings, lists and maps are left out, a zero `Time` is
+//! absent, and a `false` or `0` is left out where the Go field is a plain
+//! value marked `omitempty` (`proto/omitempty.txt`, written by
+//! `proto/gen-omitempty.py` from the Go types): `kubectl create deployment`
+//! sends `stdin: false`, which kube-apiserver never shows. A pointer's
+//! explicit zero (`replicas: 0`) stays. A field the schema does not know is
+//! an error unless its value is zero, so nothing the client sent is
+//! silently dropped.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -137,6 +141,8 @@ struct FieldSpec {
     map: bool,
     /// Go embeds the message's fields into the parent (`json:",inline"`).
     inline: bool,
+    /// A plain Go value marked `omitempty`: `false` or `0` is left out.
+    omit_zero: bool,
 }
 
 type Schema = HashMap<String, HashMap<u64, FieldSpec>>;
@@ -180,6 +186,7 @@ fn parse_schema(text: &str) -> Schema {
                     repeated,
                     map,
                     inline,
+                    omit_zero: false,
                 },
             );
         }
@@ -188,9 +195,29 @@ fn parse_schema(text: &str) -> Schema {
     schema
 }
 
+/// Marks the fields `omitempty.txt` lists as scalars (`z`) in `schema`.
+fn mark_omit_zero(schema: &mut Schema, table: &str) {
+    for line in table.lines().filter(|l| !l.starts_with('#')) {
+        let mut parts = line.split(' ');
+        let (Some(message), Some(field), Some("z")) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if let Some(spec) =
+            (schema.get_mut(message)).and_then(|fs| fs.values_mut().find(|s| s.name == field))
+        {
+            spec.omit_zero = true;
+        }
+    }
+}
+
 fn schema() -> &'static Schema {
     static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(|| parse_schema(include_str!("proto/schema.txt")))
+    SCHEMA.get_or_init(|| {
+        let mut schema = parse_schema(include_str!("proto/schema.txt"));
+        mark_omit_zero(&mut schema, include_str!("proto/omitempty.txt"));
+        schema
+    })
 }
 
 /// The schema's message for an object of `api_version` and `kind`:
@@ -399,13 +426,9 @@ fn message(name: &str, b: &[u8], schema: &Schema) -> Result<Map<String, Value>, 
         } else {
             // A map's or list's items are kept whatever their value (the
             // key or the position matters); a field is left out as
-            // `omitempty` would. `generation` is server-set, and zero means
-            // unset (a pod template's, say).
+            // `omitempty` would.
             let v = value(spec, w, schema)?;
-            if v.is_null()
-                || v == ""
-                || (name == "meta.v1.ObjectMeta" && spec.name == "generation" && v == 0)
-            {
+            if v.is_null() || v == "" || (spec.omit_zero && (v == false || v == 0 || v == 0.0)) {
                 continue;
             }
             match (spec.inline, v) {
@@ -616,8 +639,25 @@ mod tests {
         );
         assert_eq!(c["resources"], json!({}));
         assert!(c.get("workingDir").is_none(), "{c}");
+        // Plain `omitempty` values at zero are left out, as Go's JSON
+        // leaves them (`stdin: false`, `minReadySeconds: 0`); the pointer
+        // `replicas` keeps its explicit 0 (above).
+        assert!(c.get("stdin").is_none(), "{c}");
+        assert!(v["spec"].get("minReadySeconds").is_none(), "{v:#}");
         assert!(v["metadata"].get("creationTimestamp").is_none(), "{v:#}");
         assert_eq!(v["status"], json!({}));
+    }
+
+    /// A plain value without `omitempty` keeps its zero: a container
+    /// status's `ready: false` and `restartCount: 0`.
+    #[test]
+    fn required_zeros_stay() {
+        let status = [field(1, b"c"), int(4, 0), int(5, 0), field(6, b"nginx")].concat();
+        let raw = [field(1, &meta("p", &[])), field(3, &field(8, &status))].concat();
+        let v = decode(&envelope("v1", "Pod", &raw), None).unwrap();
+        let c = &v["status"]["containerStatuses"][0];
+        assert_eq!(c["ready"], false, "{v:#}");
+        assert_eq!(c["restartCount"], 0, "{v:#}");
     }
 
     #[test]

@@ -296,6 +296,24 @@ fn scaling_in_bursts_ends_at_the_last_value() {
     );
     c.ok(&["scale", "deploy/spread", "--replicas=1"], None);
     backends(1);
+
+    // Made from kubectl's protobuf, the template reads as kube-apiserver's
+    // JSON would, without `stdin: false` or `tty: false`; so after a change
+    // of image, `rollout undo` finds the first ReplicaSet again, whose
+    // template kubectl copies back.
+    let d = c.json(&["deployment", "spread"]);
+    let container = &d["spec"]["template"]["spec"]["containers"][0];
+    assert!(
+        container.get("stdin").is_none() && container.get("tty").is_none(),
+        "{container}"
+    );
+    let rollout = ["rollout", "status", "deploy/spread", "--timeout=60s"];
+    c.ok(&["set", "image", "deploy/spread", "nginx=nginx:1.27"], None);
+    c.ok(&rollout, None);
+    c.ok(&["rollout", "undo", "deploy/spread"], None);
+    c.ok(&rollout, None);
+    let replicasets = c.items(&["rs", "-l", "app=spread"]);
+    assert_eq!(replicasets.len(), 2, "{replicasets:?}");
     c.stop();
 }
 
