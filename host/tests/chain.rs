@@ -1209,13 +1209,10 @@ fn a_pod_of_higher_priority_preempts_a_lower_one() {
             .then_some(())
             .ok_or(format!("{}", p["status"]))
     });
-    let names: Vec<String> = (c.items(&["pods"]).iter())
-        .map(|p| {
-            p["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned()
-        })
+    let names: Vec<String> = c
+        .items(&["pods"])
+        .iter()
+        .map(windlass_tests::name)
         .collect();
     assert!(names.contains(&"guarded".to_owned()), "{names:?}");
     assert!(!names.contains(&"plain".to_owned()), "{names:?}");

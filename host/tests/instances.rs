@@ -297,12 +297,7 @@ fn a_replicaset_gained_by_an_instance_keeps_the_pods_it_had() {
     let pods: Vec<String> = c
         .items(&["pods", "-l", "app=late"])
         .iter()
-        .map(|p| {
-            p["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned()
-        })
+        .map(windlass_tests::name)
         .collect();
     assert_eq!(pods.len(), 2, "rs-a created pods it already had: {pods:?}");
     c.stop();

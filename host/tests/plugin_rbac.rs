@@ -529,12 +529,7 @@ async fn generated_rbac_allows_what_each_example_plugin_does_and_no_more() {
         let running: Vec<String> = pods(&k)
             .iter()
             .filter(|p| p["status"]["phase"] == "Running")
-            .map(|p| {
-                p["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned()
-            })
+            .map(windlass_tests::name)
             .collect();
         (running == ["db-0", "db-1"])
             .then_some(())

@@ -17,7 +17,7 @@ pub mod proxy;
 pub mod recorder;
 
 pub use cluster::{Cluster, Server};
-pub use objects::{condition, condition_status, example, running_and_ready};
+pub use objects::{condition, condition_status, example, name, running_and_ready};
 pub use plugins::{EXAMPLE_PLUGINS, configmap, owned_pod, plugin, replicaset};
 pub use process::{Running, free_port, http_get, kubectl, kubectl_ok};
 pub use proxy::Proxy;

@@ -8,6 +8,14 @@ pub fn example(name: &str) -> String {
     format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The object's `metadata.name` (`""` if it has none).
+pub fn name(object: &Value) -> String {
+    object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// The condition of `type_` in the object's `status.conditions`.
 pub fn condition<'a>(object: &'a Value, type_: &str) -> Option<&'a Value> {
     object["status"]["conditions"]

@@ -57,13 +57,7 @@ impl<'a> BoundPod<'a> {
         w.str(pod.name);
         w.str(pod.uid);
         w.ivar(i64::from(pod.priority));
-        for r in [
-            pod.requests.cpu,
-            pod.requests.memory,
-            pod.requests.ephemeral,
-        ] {
-            w.ivar(r);
-        }
+        pod.requests.write(&mut w);
         w.str(pod.start_time.unwrap_or(""));
         EncodedLabels::write(&mut w, pod.labels);
         for list in [
@@ -89,11 +83,7 @@ impl<'a> BoundPod<'a> {
         let name = r.str()?;
         let uid = r.str()?;
         let priority = i32::try_from(r.ivar()?).ok()?;
-        let requests = Requests {
-            cpu: r.ivar()?,
-            memory: r.ivar()?,
-            ephemeral: r.ivar()?,
-        };
+        let requests = Requests::read(&mut r)?;
         let start_time = r.str()?;
         let labels = EncodedLabels::read(&mut r)?;
         Some(Self {

@@ -28,13 +28,7 @@ pub(crate) fn encode_claim(w: &mut Writer, pod: &PodInfo<'_>, node: &str) {
     w.str(node);
     w.str(pod.uid);
     w.ivar(i64::from(pod.priority));
-    for r in [
-        pod.requests.cpu,
-        pod.requests.memory,
-        pod.requests.ephemeral,
-    ] {
-        w.ivar(r);
-    }
+    pod.requests.write(w);
 }
 
 impl Nominated {
@@ -76,11 +70,7 @@ fn decode(summary: &[u8]) -> Option<Claim<'_>> {
     let node = r.bytes()?;
     let uid = r.str()?;
     let priority = i32::try_from(r.ivar()?).ok()?;
-    let requests = Requests {
-        cpu: r.ivar()?,
-        memory: r.ivar()?,
-        ephemeral: r.ivar()?,
-    };
+    let requests = Requests::read(&mut r)?;
     Some(Claim {
         node,
         uid,

@@ -12,6 +12,7 @@
 
 use crate::api;
 use crate::quantity;
+use crate::wire::{Reader, Writer};
 
 /// Millicores of CPU a container is taken to request when it names none,
 /// for scoring only (`schedutil.DefaultMilliCPURequest`).
@@ -38,6 +39,22 @@ impl Requests {
         self.cpu = self.cpu.max(o.cpu);
         self.memory = self.memory.max(o.memory);
         self.ephemeral = self.ephemeral.max(o.ephemeral);
+    }
+
+    /// Writes the three amounts into a summary.
+    pub(crate) fn write(&self, w: &mut Writer) {
+        for r in [self.cpu, self.memory, self.ephemeral] {
+            w.ivar(r);
+        }
+    }
+
+    /// Reads what [`Requests::write`] wrote.
+    pub(crate) fn read(r: &mut Reader<'_>) -> Option<Self> {
+        Some(Self {
+            cpu: r.ivar()?,
+            memory: r.ivar()?,
+            ephemeral: r.ivar()?,
+        })
     }
 }
 
