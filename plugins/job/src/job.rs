@@ -161,16 +161,16 @@ pub(crate) fn parse_indexes(text: &str) -> BTreeSet<u32> {
 }
 
 /// Indexes as `status.completedIndexes` writes them: ascending, runs of
-/// consecutive ones as ranges ("0-2,5,7-8"), as upstream
-/// prints its intervals.
+/// three or more as ranges, a pair as two numbers ("0-2,5,7,8"), as
+/// upstream prints its intervals.
 pub(crate) fn format_indexes(indexes: &BTreeSet<u32>) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut run: Option<(u32, u32)> = None;
     let flush = |run: (u32, u32), parts: &mut Vec<String>| {
-        parts.push(if run.1 > run.0 {
-            format!("{}-{}", run.0, run.1)
-        } else {
-            run.0.to_string()
+        parts.push(match run.1 - run.0 {
+            0 => run.0.to_string(),
+            1 => format!("{},{}", run.0, run.1),
+            _ => format!("{}-{}", run.0, run.1),
         })
     };
     for &i in indexes {

@@ -437,7 +437,8 @@ fn a_refused_create_is_recorded() {
 #[test]
 fn completed_indexes_read_and_print_as_upstream() {
     let set: BTreeSet<u32> = [0, 1, 2, 5, 7, 8].into();
-    assert_eq!(format_indexes(&set), "0-2,5,7-8");
+    assert_eq!(format_indexes(&set), "0-2,5,7,8");
+    assert_eq!(parse_indexes("0-2,5,7,8"), set);
     assert_eq!(parse_indexes("0-2,5,7-8"), set);
     assert_eq!(parse_indexes("x,3,9-4"), [3].into());
     assert_eq!(format_indexes(&BTreeSet::new()), "");
