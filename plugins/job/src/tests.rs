@@ -11,6 +11,10 @@ use windlass_sdk::{Object, ObjectRef, Outcome, Propagation, Time, Write};
 use super::JobController;
 use super::job::{format_indexes, parse_indexes};
 
+mod per_index;
+mod policy;
+mod replacement;
+
 type H = Harness<JobController>;
 
 fn t(secs: i64) -> Time {
