@@ -148,6 +148,10 @@ fn stateful_set(spec: &mut Value) {
     template(spec);
 }
 
+/// A Job's defaults, as kube's `SetDefaults_Job`: with
+/// `backoffLimitPerIndex` the Job-wide `backoffLimit` is no limit at all
+/// (`MaxInt32`), with a pod failure policy only failed pods are replaced,
+/// and a pod condition pattern without a status means `True`.
 fn job(spec: &mut Value) {
     if spec.get("completions").is_none_or(Value::is_null)
         && spec.get("parallelism").is_none_or(Value::is_null)
@@ -155,10 +159,33 @@ fn job(spec: &mut Value) {
         set(spec, "completions", json!(1));
     }
     set(spec, "parallelism", json!(1));
-    set(spec, "backoffLimit", json!(6));
+    let per_index = spec
+        .get("backoffLimitPerIndex")
+        .is_some_and(|v| !v.is_null());
+    set(
+        spec,
+        "backoffLimit",
+        json!(if per_index { i32::MAX } else { 6 }),
+    );
     set(spec, "completionMode", json!("NonIndexed"));
     set(spec, "suspend", json!(false));
-    set(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+    let policy = object_at(spec, &["podFailurePolicy"]).is_some();
+    set(
+        spec,
+        "podReplacementPolicy",
+        json!(if policy {
+            "Failed"
+        } else {
+            "TerminatingOrFailed"
+        }),
+    );
+    if let Some(policy) = object_at(spec, &["podFailurePolicy"]) {
+        for rule in each(policy, "rules") {
+            for pattern in each(rule, "onPodConditions") {
+                set(pattern, "status", json!("True"));
+            }
+        }
+    }
     template(spec);
 }
 
@@ -395,6 +422,30 @@ mod tests {
     }
 
     #[test]
+    fn a_jobs_failure_knobs_default_as_kubes() {
+        let mut j = json!({"spec": {
+            "completionMode": "Indexed", "completions": 3, "backoffLimitPerIndex": 1,
+            "podFailurePolicy": {"rules": [
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"},
+                    {"type": "ConfigIssue", "status": "False"}]}]},
+            "template": {"spec": {"restartPolicy": "Never"}}}});
+        apply("batch", "jobs", &mut j);
+        let spec = &j["spec"];
+        assert_eq!(spec["backoffLimit"], i32::MAX);
+        assert_eq!(spec["podReplacementPolicy"], "Failed");
+        let patterns = &spec["podFailurePolicy"]["rules"][0]["onPodConditions"];
+        assert_eq!(patterns[0]["status"], "True");
+        assert_eq!(patterns[1]["status"], "False");
+        // What the client set stays.
+        let mut own = json!({"spec": {"backoffLimitPerIndex": 1, "backoffLimit": 2,
+            "podReplacementPolicy": "TerminatingOrFailed",
+            "template": {"spec": {"restartPolicy": "Never"}}}});
+        apply("batch", "jobs", &mut own);
+        assert_eq!(own["spec"]["backoffLimit"], 2);
+        assert_eq!(own["spec"]["podReplacementPolicy"], "TerminatingOrFailed");
+    }
+
+    #[test]
     fn services_jobs_and_secrets() {
         let mut s = json!({"spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 81, "targetPort": "http"}]}});
         apply("", "services", &mut s);
@@ -408,6 +459,7 @@ mod tests {
         apply("batch", "jobs", &mut j);
         assert!(j["spec"].get("completions").is_none(), "{j}");
         assert_eq!(j["spec"]["backoffLimit"], 6);
+        assert_eq!(j["spec"]["podReplacementPolicy"], "TerminatingOrFailed");
         assert_eq!(j["spec"]["template"]["spec"]["restartPolicy"], "Never");
         let mut secret = json!({"data": {}});
         apply("", "secrets", &mut secret);

@@ -2,6 +2,7 @@
 //! per-kind rules (`pod_spec.rs`, `service.rs`, `storage.rs`) in kube's words
 //! (`field.rs`).
 
+mod job;
 mod pod_spec;
 mod service;
 mod storage;
@@ -303,7 +304,8 @@ fn selector_errors(spec: &Value, errs: &mut Vec<(String, String)>) {
 /// A Job's own rules, in kube's words: a selector its template's labels
 /// match (the server generates both unless `spec.manualSelector`), a
 /// restart policy of `OnFailure` or `Never`, a known completion mode
-/// (`Indexed` with `completions`), counts that are not negative.
+/// (`Indexed` with `completions`), counts that are not negative, and its
+/// failure handling (`job.rs`).
 fn job_errors(obj: &Value, errs: &mut Vec<(String, String)>) {
     let spec = &obj["spec"];
     selector_errors(spec, errs);
@@ -341,6 +343,9 @@ fn job_errors(obj: &Value, errs: &mut Vec<(String, String)>) {
         "completions",
         "backoffLimit",
         "activeDeadlineSeconds",
+        "ttlSecondsAfterFinished",
+        "backoffLimitPerIndex",
+        "maxFailedIndexes",
     ] {
         if let Some(v) = spec.get(field).filter(|v| !v.is_null())
             && v.as_i64().is_none_or(|n| n < 0)
@@ -351,6 +356,7 @@ fn job_errors(obj: &Value, errs: &mut Vec<(String, String)>) {
             ));
         }
     }
+    job::failure_errors(spec, errs);
 }
 
 /// The StatefulSet spec fields an update may change, and kube's words for

@@ -614,6 +614,72 @@ spec:
     c.stop();
 }
 
+/// A Job whose pod exits with code 42, and a `FailJob` rule on 42: it
+/// fails at once with reason `PodFailurePolicy` and upstream's message,
+/// though its `backoffLimit` had failures to spare.
+#[test]
+fn a_pod_failure_policy_fails_a_job_on_its_exit_code() {
+    let c = cluster();
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: batch/v1
+kind: Job
+metadata: {name: policed}
+spec:
+  backoffLimit: 6
+  podFailurePolicy:
+    rules:
+    - action: Ignore
+      onPodConditions: [{type: DisruptionTarget}]
+    - action: FailJob
+      onExitCodes: {containerName: main, operator: In, values: [42]}
+  template:
+    metadata:
+      annotations: {windlass.dev/exit-after: 1s, windlass.dev/exit-code: "42"}
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, image: busybox}]
+"#,
+        ),
+    );
+    let job = c.json(&["job", "policed"]);
+    assert_eq!(job["spec"]["podReplacementPolicy"], "Failed", "{job}");
+    c.ok(
+        &[
+            "wait",
+            "--for=condition=failed",
+            "job/policed",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    let job = c.json(&["job", "policed"]);
+    let failed = job["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Failed")
+        .cloned()
+        .unwrap();
+    let pod = pods(&c, "default", "job-name=policed");
+    assert_eq!(pod.len(), 1, "{pod:?}");
+    let name = pod[0]["metadata"]["name"].as_str().unwrap();
+    assert_eq!(failed["reason"], "PodFailurePolicy", "{job}");
+    assert_eq!(
+        failed["message"],
+        format!(
+            "Container main for pod default/{name} failed with exit code 42 matching FailJob rule at index 1"
+        ),
+        "{job}"
+    );
+    assert_eq!(job["status"]["failed"], 1, "{job}");
+    c.ok(&["delete", "job", "policed", "--wait=false"], None);
+    all_pods_collected(&c);
+    c.stop();
+}
+
 /// A DaemonSet through kubectl: a pod on every node but the tainted one,
 /// bound there by the scheduler; a new image rolls out node by node
 /// (`kubectl rollout status`), `rollout history` lists both revisions and

@@ -7,6 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use windlass_sdk::{Error, Object, Time};
 
+use crate::policy::Policy;
+
 /// The spec, with the API server's defaults where a field is missing.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Spec {
@@ -15,11 +17,19 @@ pub(crate) struct Spec {
     pub completions: Option<u32>,
     pub indexed: bool,
     pub backoff_limit: u32,
+    /// `backoffLimitPerIndex` (Indexed Jobs): failures allowed each index
+    /// before it is failed and not retried.
+    pub backoff_limit_per_index: Option<u32>,
+    /// `maxFailedIndexes`: more failed indexes fail the Job at once.
+    pub max_failed_indexes: Option<u32>,
+    /// `podFailurePolicy`, if any.
+    pub policy: Option<Policy>,
     pub active_deadline: Option<Duration>,
     pub suspend: bool,
     pub ttl_after_finished: Option<Duration>,
-    /// `podReplacementPolicy: Failed`: a terminating pod is replaced only
-    /// once it has ended.
+    /// `podReplacementPolicy: Failed` (always so with a pod failure
+    /// policy, as upstream's `onlyReplaceFailedPods`): a terminating pod is
+    /// replaced only once it has failed.
     pub replace_only_failed: bool,
     /// The template's `restartPolicy` is `OnFailure`: container restarts
     /// count against `backoffLimit`.
@@ -36,6 +46,7 @@ pub(crate) struct Stored {
     /// As stored, so unchanged ones are written back as they were.
     pub conditions: Vec<Value>,
     pub completed_indexes: BTreeSet<u32>,
+    pub failed_indexes: BTreeSet<u32>,
 }
 
 impl Stored {
@@ -62,12 +73,28 @@ impl Stored {
 }
 
 fn count(job: &Object, field: &str, default: u32) -> Result<u32, Error> {
+    Ok(optional_count(job, field)?.unwrap_or(default))
+}
+
+fn optional_count(job: &Object, field: &str) -> Result<Option<u32>, Error> {
     match job.get(&format!("spec.{field}")) {
-        None | Some(Value::Null) => Ok(default),
+        None | Some(Value::Null) => Ok(None),
         Some(v) => v
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
             .ok_or_else(|| Error::permanent(format!("spec.{field}: {v} is not a count"))),
+    }
+}
+
+/// `backoffLimit` when the Job has none: 6, or with `backoffLimitPerIndex`
+/// no limit at all (the API's default, `math.MaxInt32`), since the
+/// per-index limits are what bounds the retries then.
+fn default_backoff_limit(per_index: Option<u32>) -> u32 {
+    if per_index.is_some() {
+        i32::MAX as u32
+    } else {
+        6
     }
 }
 
@@ -94,15 +121,27 @@ impl Spec {
                 "spec.completions is required when completionMode is Indexed",
             ));
         }
+        let backoff_limit_per_index =
+            optional_count(job, "backoffLimitPerIndex")?.filter(|_| indexed);
+        let policy = Policy::of(job)?;
+        let replacement = job.get_str("spec.podReplacementPolicy");
         Ok(Spec {
             parallelism,
             completions,
             indexed,
-            backoff_limit: count(job, "backoffLimit", 6)?,
+            backoff_limit: count(
+                job,
+                "backoffLimit",
+                default_backoff_limit(backoff_limit_per_index),
+            )?,
+            backoff_limit_per_index,
+            max_failed_indexes: optional_count(job, "maxFailedIndexes")?
+                .filter(|_| backoff_limit_per_index.is_some()),
+            replace_only_failed: replacement == Some("Failed") || policy.is_some(),
+            policy,
             active_deadline: seconds(job, "activeDeadlineSeconds")?,
             suspend: job.get_bool("spec.suspend") == Some(true),
             ttl_after_finished: seconds(job, "ttlSecondsAfterFinished")?,
-            replace_only_failed: job.get_str("spec.podReplacementPolicy") == Some("Failed"),
             restarts_on_failure: job.get_str("spec.template.spec.restartPolicy")
                 == Some("OnFailure"),
         })
@@ -130,6 +169,10 @@ impl Stored {
             conditions,
             completed_indexes: job
                 .get_str("status.completedIndexes")
+                .map(parse_indexes)
+                .unwrap_or_default(),
+            failed_indexes: job
+                .get_str("status.failedIndexes")
                 .map(parse_indexes)
                 .unwrap_or_default(),
         }
@@ -160,17 +203,17 @@ pub(crate) fn parse_indexes(text: &str) -> BTreeSet<u32> {
     out
 }
 
-/// Indexes as `status.completedIndexes` writes them: ascending, runs of
-/// consecutive ones as ranges ("0-2,5,7-8"), as upstream
-/// prints its intervals.
+/// Indexes as `status.completedIndexes` and `status.failedIndexes` write
+/// them: ascending, runs of three or more as ranges, a pair as two numbers
+/// ("0-2,5,7,8"), as upstream prints its intervals.
 pub(crate) fn format_indexes(indexes: &BTreeSet<u32>) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut run: Option<(u32, u32)> = None;
     let flush = |run: (u32, u32), parts: &mut Vec<String>| {
-        parts.push(if run.1 > run.0 {
-            format!("{}-{}", run.0, run.1)
-        } else {
-            run.0.to_string()
+        parts.push(match run.1 - run.0 {
+            0 => run.0.to_string(),
+            1 => format!("{},{}", run.0, run.1),
+            _ => format!("{}-{}", run.0, run.1),
         })
     };
     for &i in indexes {

@@ -17,6 +17,24 @@
 //!   restarts) fail the Job with `BackoffLimitExceeded`, and
 //!   `activeDeadlineSeconds` with `DeadlineExceeded`; the pods left running
 //!   are deleted;
+//! - `podFailurePolicy` (`policy.rs`): a failed pod is held to the rules in
+//!   order (`onExitCodes`, regular containers then init ones, exit code 0
+//!   never matching; `onPodConditions`, such as the `DisruptionTarget` of
+//!   an evicted or preempted pod), and the first that matches decides:
+//!   `FailJob` fails the Job at once with reason `PodFailurePolicy` and
+//!   upstream's message, `Ignore` neither counts the failure (not in
+//!   `backoffLimit`, not in `status.failed`) nor stops its replacement,
+//!   `Count` counts it, `FailIndex` fails the pod's index;
+//! - `backoffLimitPerIndex` (`per_index.rs`, Indexed Jobs): each index's
+//!   failures travel in its replacement pods'
+//!   `batch.kubernetes.io/job-index-failure-count` (and
+//!   `job-index-ignored-failure-count`) annotations, each index backs off
+//!   on its own, an index past its limit is failed and not retried
+//!   (`failedIndexes`), and the Job fails with `FailedIndexes` once every
+//!   index has succeeded or failed, or at once with
+//!   `MaxFailedIndexesExceeded` past `maxFailedIndexes`;
+//! - `podReplacementPolicy: Failed` (always so with a pod failure policy):
+//!   a terminating pod is replaced only once it has failed;
 //! - `suspend` deletes the running pods and sets `Suspended`; resuming
 //!   starts the clock (`startTime`) again;
 //! - a finished Job with `ttlSecondsAfterFinished` is deleted that long
@@ -24,11 +42,13 @@
 //!   with it.
 //!
 //! Status (`active`, `ready`, `terminating`, `succeeded`, `failed`,
-//! `startTime`, `completionTime`, `completedIndexes`; the conditions
+//! `startTime`, `completionTime`, `completedIndexes`, `failedIndexes`; the
+//! conditions
 //! `SuccessCriteriaMet` and `Complete`, `FailureTarget` and `Failed`,
 //! `Suspended`) is written when it changes, and the events are upstream's:
 //! `SuccessfulCreate` ("Created pod: …"), `SuccessfulDelete`, `Completed`,
-//! `BackoffLimitExceeded`, `DeadlineExceeded`, `Suspended`, `Resumed`,
+//! `BackoffLimitExceeded`, `DeadlineExceeded`, `PodFailurePolicy`,
+//! `FailedIndexes`, `MaxFailedIndexesExceeded`, `Suspended`, `Resumed`,
 //! `FailedCreate`.
 //!
 //! Differences from upstream: counts are taken from the pods that exist,
@@ -36,14 +56,28 @@
 //! with a finalizer on each pod, which this controller does not add), and
 //! pod names are derived from the Job's uid instead of drawn at random, so
 //! a reconcile that runs again before its creates reach the cache converges
-//! the same pods rather than making more. The pod disruption conditions of
-//! `podFailurePolicy` and `backoffLimitPerIndex` are not implemented.
+//! the same pods rather than making more. Without the finalizer, a pod
+//! counts as failed only once its phase is `Failed` (upstream also counts
+//! a pod deleted before it ended, with `TerminatingOrFailed`), and an
+//! index's failure count is read from its failed pods that still exist
+//! (upstream holds the last one back with the finalizer until its
+//! replacement is made; here a failed pod deleted by hand before that
+//! takes its count with it). `FailureTarget` and `Failed` are set together,
+//! with the running pods' deletion, rather than `Failed` waiting for them
+//! to be gone. The back-off counts every failure the Job has seen, not
+//! only those since its last success. `successPolicy` and `managedBy` are
+//! not implemented.
 //!
 //! Files: `job.rs` (the spec and the recorded status), `pods.rs` (what a
-//! pod counts as, and new pods from the template).
+//! pod counts as, and new pods from the template), `policy.rs` (the pod
+//! failure policy), `per_index.rs` (limits per index), `backoff.rs` (the
+//! delay before a replacement).
 
+mod backoff;
 mod job;
+mod per_index;
 mod pods;
+mod policy;
 
 use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
@@ -56,7 +90,7 @@ use windlass_sdk::{
 };
 
 use job::{Spec, Stored, format_indexes};
-use pods::{Phase, Pod};
+use pods::{NewPod, Phase, Pod};
 
 /// The Job controller.
 pub struct JobController;
@@ -76,11 +110,6 @@ impl Controller for JobController {
 
 windlass_sdk::export!(JobController);
 
-/// Upstream's back-off before a failed pod is replaced: 10 s, doubling
-/// with each failure, at most 6 min.
-const BACKOFF_BASE: Duration = Duration::from_secs(10);
-const BACKOFF_MAX: Duration = Duration::from_secs(360);
-
 fn reconcile(req: &Request) -> Result<Outcome, Error> {
     // Gone, or being deleted: its pods are garbage-collected.
     let Some(job) = req.live_object() else {
@@ -88,7 +117,10 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
     };
     let spec = Spec::of(job)?;
     let stored = Stored::of(job);
-    let pods: Vec<Pod> = req.owned_of("v1", "Pod").map(Pod::of).collect();
+    let pods: Vec<Pod> = req
+        .owned_of("v1", "Pod")
+        .map(|p| Pod::of(p, spec.policy.as_ref()))
+        .collect();
     let now = req.now;
 
     if let Some(finished) = stored.finished_at() {
@@ -144,12 +176,18 @@ struct Run<'a> {
     pods: &'a [Pod],
     now: Time,
     succeeded: u32,
+    /// Failed pods that count (the policy did not ignore them).
     failed: u32,
+    /// Failed pods the policy ignored: they count only towards the
+    /// back-off.
+    ignored: u32,
     completed: BTreeSet<u32>,
+    /// With `backoffLimitPerIndex`: the indexes failed for good.
+    failed_indexes: BTreeSet<u32>,
     start: Option<Time>,
     completion: Option<Time>,
     conditions: Vec<Value>,
-    creates: Vec<(String, Option<u32>)>,
+    creates: Vec<NewPod>,
     deletes: Vec<&'a Pod>,
     events: Vec<Event>,
     requeue: Option<Duration>,
@@ -172,14 +210,17 @@ impl<'a> Run<'a> {
         } else {
             stored.succeeded.max(count(Phase::Succeeded))
         };
+        let counted = pods.iter().filter(|p| p.counted_failure()).count() as u32;
         Run {
             spec,
             stored,
             pods,
             now,
             succeeded,
-            failed: stored.failed.max(count(Phase::Failed)),
+            failed: stored.failed.max(counted),
+            ignored: count(Phase::Failed) - counted,
             completed,
+            failed_indexes: per_index::failed_indexes(spec, stored, pods),
             start: stored.start_time,
             completion: None,
             conditions: stored.conditions.clone(),
@@ -242,8 +283,8 @@ impl<'a> Run<'a> {
             self.stop_all();
             // As upstream since the Job's terminal conditions went GA: the
             // target first, then the end itself.
-            self.condition("FailureTarget", "True", reason, message);
-            self.condition("Failed", "True", reason, message);
+            self.condition("FailureTarget", "True", reason, &message);
+            self.condition("Failed", "True", reason, &message);
             self.completion = None;
             self.events.push(Event::warning(reason, message));
             return Ok(());
@@ -280,10 +321,15 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Why the Job fails now, if it does: `backoffLimit` (failed pods, or
-    /// with `OnFailure` restarts of running ones), then the deadline.
-    fn failure(&self, start: Time) -> Option<(&'static str, &'static str)> {
+    /// Why the Job fails now, if it does, in upstream's order: a pod that
+    /// matched a `FailJob` rule, `backoffLimit` (failed pods, or with
+    /// `OnFailure` restarts of running ones), the deadline, then with
+    /// `backoffLimitPerIndex` the failed indexes.
+    fn failure(&self, start: Time) -> Option<(&'static str, String)> {
         let spec = self.spec;
+        if let Some(message) = self.fail_job_message() {
+            return Some(("PodFailurePolicy", message));
+        }
         let restarts: u32 = if spec.restarts_on_failure {
             self.active().map(|p| p.restarts).sum()
         } else {
@@ -298,41 +344,67 @@ impl<'a> Run<'a> {
         if self.failed > spec.backoff_limit || restarts_exceed {
             return Some((
                 "BackoffLimitExceeded",
-                "Job has reached the specified backoff limit",
+                "Job has reached the specified backoff limit".into(),
             ));
         }
         if spec.active_deadline.is_some_and(|d| self.now >= start + d) {
             return Some((
                 "DeadlineExceeded",
-                "Job was active longer than specified deadline",
+                "Job was active longer than specified deadline".into(),
             ));
+        }
+        self.failed_indexes_failure()
+    }
+
+    /// The message of the first failed pod that matched a `FailJob` rule.
+    fn fail_job_message(&self) -> Option<String> {
+        self.pods
+            .iter()
+            .filter(|p| p.phase == Phase::Failed)
+            .find_map(|p| p.verdict.as_ref()?.message.clone())
+    }
+
+    /// With `backoffLimitPerIndex`: more failed indexes than
+    /// `maxFailedIndexes` fail the Job at once; otherwise it fails once
+    /// every index has either succeeded or failed, and some failed.
+    fn failed_indexes_failure(&self) -> Option<(&'static str, String)> {
+        let failed = self.failed_indexes.len();
+        if self
+            .spec
+            .max_failed_indexes
+            .is_some_and(|max| failed > max as usize)
+        {
+            return Some((
+                "MaxFailedIndexesExceeded",
+                "Job has exceeded the specified maximal number of failed indexes".into(),
+            ));
+        }
+        let completions = self.spec.completions.unwrap_or(0) as usize;
+        if failed > 0 && failed + self.completed.len() >= completions {
+            return Some(("FailedIndexes", "Job has failed indexes".into()));
         }
         None
     }
 
     /// Whether replacements may be created now, after failures: upstream's
-    /// back-off from the last failed pod's end.
+    /// back-off from the last failed pod's end, for every failure (ignored
+    /// ones too, as upstream's back-off record counts them).
     fn backed_off(&mut self) -> bool {
-        if self.failed == 0 {
-            return true;
-        }
         let last = self
             .pods
             .iter()
             .filter(|p| p.phase == Phase::Failed)
-            .filter_map(|p| p.ended_at.or(p.created))
+            .filter_map(Pod::finished)
             .max();
         let Some(last) = last else {
             return true;
         };
-        let exp = self.failed.saturating_sub(1).min(16);
-        let delay = BACKOFF_BASE.saturating_mul(1u32 << exp).min(BACKOFF_MAX);
-        let at = last + delay;
-        if self.now >= at {
-            true
-        } else {
-            self.requeue_in(self.now.until(at));
-            false
+        match backoff::remaining(self.failed + self.ignored, last, self.now) {
+            None => true,
+            Some(wait) => {
+                self.requeue_in(wait);
+                false
+            }
         }
     }
 
@@ -368,7 +440,11 @@ impl<'a> Run<'a> {
         if missing > 0 && self.backed_off() {
             let prefix = format!("{}-", job.name());
             for name in self.fresh_names(job, &prefix, missing) {
-                self.creates.push((name, None));
+                self.creates.push(NewPod {
+                    name,
+                    index: None,
+                    failures: None,
+                });
             }
         }
         Ok(())
@@ -405,17 +481,35 @@ impl<'a> Run<'a> {
             return Ok(());
         }
         let missing = want.saturating_sub(self.holding(&keep));
-        if missing == 0 || !self.backed_off() {
+        let per_index = spec.backoff_limit_per_index.is_some();
+        // With limits per index, each index backs off on its own.
+        if missing == 0 || (!per_index && !self.backed_off()) {
             return Ok(());
         }
         let pending: Vec<u32> = (0..completions)
-            .filter(|i| !self.completed.contains(i) && !held.contains(i))
+            .filter(|i| {
+                !self.completed.contains(i) && !self.failed_indexes.contains(i) && !held.contains(i)
+            })
             .take(missing)
             .collect();
         for i in pending {
+            let failures = if per_index {
+                let last = per_index::last_failed(self.pods, i);
+                if let Some(wait) = per_index::remaining(last, self.now) {
+                    self.requeue_in(wait);
+                    continue;
+                }
+                Some(per_index::failures_for(last))
+            } else {
+                None
+            };
             let prefix = format!("{}-{i}-", job.name());
             if let Some(name) = self.fresh_names(job, &prefix, 1).pop() {
-                self.creates.push((name, Some(i)));
+                self.creates.push(NewPod {
+                    name,
+                    index: Some(i),
+                    failures,
+                });
             }
         }
         Ok(())
@@ -449,13 +543,11 @@ impl<'a> Run<'a> {
                 format!("Deleted pod: {}", p.name),
             ));
         }
-        for (name, index) in &self.creates {
-            out = out
-                .apply(pods::new_pod(job, name, *index)?)
-                .event(Event::normal(
-                    "SuccessfulCreate",
-                    format!("Created pod: {name}"),
-                ));
+        for new in &self.creates {
+            out = out.apply(pods::new_pod(job, new)?).event(Event::normal(
+                "SuccessfulCreate",
+                format!("Created pod: {}", new.name),
+            ));
         }
         let status = self.status(job);
         if job.get("status") != Some(&status) {
@@ -512,6 +604,14 @@ impl<'a> Run<'a> {
             s.insert(
                 "completedIndexes".into(),
                 json!(format_indexes(&self.completed)),
+            );
+        }
+        if self.spec.backoff_limit_per_index.is_some() {
+            // Upstream writes it, empty too, whenever the Job has limits
+            // per index.
+            s.insert(
+                "failedIndexes".into(),
+                json!(format_indexes(&self.failed_indexes)),
             );
         }
         s.insert("terminating".into(), json!(terminating));

@@ -4,8 +4,23 @@
 use serde_json::{Value, json};
 use windlass_sdk::{Error, Object, ObjectRef, Time, template};
 
+use crate::policy::{Failure, Policy, Verdict};
+
 /// The annotation (and label) of an Indexed Job's pod that holds its index.
 pub(crate) const INDEX: &str = "batch.kubernetes.io/job-completion-index";
+/// The annotation of a pod of a Job with `backoffLimitPerIndex` that holds
+/// how many counted failures its index had before it.
+pub(crate) const FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-failure-count";
+/// The same, for failures the pod failure policy ignored.
+pub(crate) const IGNORED_FAILURE_COUNT: &str =
+    "batch.kubernetes.io/job-index-ignored-failure-count";
+
+/// An index's failures before a pod: counted, and ignored by the policy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct IndexFailures {
+    pub counted: u32,
+    pub ignored: u32,
+}
 
 /// Where a pod is in its life, as the Job counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,10 +47,16 @@ pub(crate) struct Pod {
     pub created: Option<Time>,
     /// When it ended: its last container's `finishedAt`.
     pub ended_at: Option<Time>,
+    /// Its index's failures before it (its annotations; zero when absent
+    /// or not a count, as upstream reads them).
+    pub index_failures: IndexFailures,
+    /// A failed pod's match in the pod failure policy, if it has one.
+    pub verdict: Option<Verdict>,
 }
 
 impl Pod {
-    pub(crate) fn of(o: &Object) -> Self {
+    /// `o` as the controller sees it; a failed pod is judged by `policy`.
+    pub(crate) fn of(o: &Object, policy: Option<&Policy>) -> Self {
         let phase = match o.get_str("status.phase") {
             Some("Succeeded") => Phase::Succeeded,
             Some("Failed") => Phase::Failed,
@@ -58,9 +79,19 @@ impl Pod {
                 ended_at = Some(ended_at.map_or(t, |e| e.max(t)));
             }
         }
+        let namespace = o.namespace().unwrap_or("default");
+        let verdict = policy
+            .filter(|_| phase == Phase::Failed)
+            .and_then(|p| p.judge(namespace, o.name(), &Failure::of(o)));
+        let annotated = |key| {
+            o.annotation(key)
+                .and_then(|v| v.parse::<i32>().ok())
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0)
+        };
         Pod {
             name: o.name().to_owned(),
-            namespace: o.namespace().unwrap_or("default").to_owned(),
+            namespace: namespace.to_owned(),
             phase,
             ready: ready && phase == Phase::Active,
             restarts,
@@ -70,7 +101,36 @@ impl Pod {
                 .and_then(|i| i.parse().ok()),
             created: o.creation_timestamp().and_then(Time::parse),
             ended_at,
+            index_failures: IndexFailures {
+                counted: annotated(FAILURE_COUNT),
+                ignored: annotated(IGNORED_FAILURE_COUNT),
+            },
+            verdict,
         }
+    }
+
+    /// Whether the pod failed and the failure counts (the policy did not
+    /// ignore it).
+    pub(crate) fn counted_failure(&self) -> bool {
+        self.phase == Phase::Failed && Verdict::counts(self.verdict.as_ref())
+    }
+
+    /// When it ended, or failing that when it was made: the time its
+    /// back-off runs from.
+    pub(crate) fn finished(&self) -> Option<Time> {
+        self.ended_at.or(self.created)
+    }
+
+    /// Its index's failures once it has failed too: what its replacement
+    /// carries, as upstream's `getNewIndexFailureCounts`.
+    pub(crate) fn failures_after(&self) -> IndexFailures {
+        let mut f = self.index_failures;
+        if Verdict::counts(self.verdict.as_ref()) {
+            f.counted += 1;
+        } else {
+            f.ignored += 1;
+        }
+        f
     }
 
     pub(crate) fn object_ref(&self) -> ObjectRef {
@@ -89,11 +149,22 @@ pub(crate) fn name(prefix: &str, uid: &str, n: u32) -> String {
     )
 }
 
-/// A new pod of the Job from its template, named `name`; for an Indexed
-/// Job, with its index as upstream gives it: the annotation and label, the
-/// hostname `<job>-<index>`, and `JOB_COMPLETION_INDEX` in every container's
-/// environment.
-pub(crate) fn new_pod(job: &Object, name: &str, index: Option<u32>) -> Result<Object, Error> {
+/// A pod to create: its name, its index (Indexed Jobs) and, with
+/// `backoffLimitPerIndex`, its index's failures before it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NewPod {
+    pub name: String,
+    pub index: Option<u32>,
+    pub failures: Option<IndexFailures>,
+}
+
+/// A new pod of the Job from its template; for an Indexed Job, with its
+/// index as upstream gives it: the annotation and label, the hostname
+/// `<job>-<index>`, `JOB_COMPLETION_INDEX` in every container's
+/// environment, and with `backoffLimitPerIndex` the failure counts (the
+/// ignored one only when not zero).
+pub(crate) fn new_pod(job: &Object, new: &NewPod) -> Result<Object, Error> {
+    let (name, index) = (new.name.as_str(), new.index);
     let template = job
         .get("spec.template")
         .filter(|t| t.is_object())
@@ -106,6 +177,12 @@ pub(crate) fn new_pod(job: &Object, name: &str, index: Option<u32>) -> Result<Ob
             *annotations = json!({});
         }
         annotations[INDEX] = json!(i.to_string());
+        if let Some(f) = new.failures {
+            annotations[FAILURE_COUNT] = json!(f.counted.to_string());
+            if f.ignored > 0 {
+                annotations[IGNORED_FAILURE_COUNT] = json!(f.ignored.to_string());
+            }
+        }
         let spec = &mut pod["spec"];
         if spec["hostname"].as_str().is_none_or(str::is_empty) {
             spec["hostname"] = json!(format!("{}-{i}", job.name()));

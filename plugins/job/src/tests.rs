@@ -11,6 +11,10 @@ use windlass_sdk::{Object, ObjectRef, Outcome, Propagation, Time, Write};
 use super::JobController;
 use super::job::{format_indexes, parse_indexes};
 
+mod per_index;
+mod policy;
+mod replacement;
+
 type H = Harness<JobController>;
 
 fn t(secs: i64) -> Time {
@@ -437,7 +441,8 @@ fn a_refused_create_is_recorded() {
 #[test]
 fn completed_indexes_read_and_print_as_upstream() {
     let set: BTreeSet<u32> = [0, 1, 2, 5, 7, 8].into();
-    assert_eq!(format_indexes(&set), "0-2,5,7-8");
+    assert_eq!(format_indexes(&set), "0-2,5,7,8");
+    assert_eq!(parse_indexes("0-2,5,7,8"), set);
     assert_eq!(parse_indexes("0-2,5,7-8"), set);
     assert_eq!(parse_indexes("x,3,9-4"), [3].into());
     assert_eq!(format_indexes(&BTreeSet::new()), "");
