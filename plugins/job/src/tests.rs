@@ -101,10 +101,7 @@ fn condition(h: &H, type_: &str) -> Option<(String, String)> {
 }
 
 fn events(out: &Outcome) -> Vec<String> {
-    out.events
-        .iter()
-        .map(|e| format!("{}: {}", e.reason, e.message))
-        .collect()
+    out.events.iter().map(ToString::to_string).collect()
 }
 
 /// Ends pod `name` at `secs` with `phase`, as the kubelet reports it.
