@@ -2,6 +2,7 @@
 //! per-kind rules (`pod_spec.rs`, `service.rs`, `storage.rs`) in kube's words
 //! (`field.rs`).
 
+mod cronjob;
 mod pod_spec;
 mod service;
 mod storage;
@@ -267,6 +268,7 @@ pub(crate) fn kind_errors(
             }
         }
         ("batch", "jobs") => job_errors(obj, &mut errs),
+        ("batch", "cronjobs") => errs.extend(cronjob::errors(obj, None)),
         ("", "configmaps" | "secrets") => {
             for f in ["data", "binaryData", "stringData"] {
                 if let Some(d) = obj.get(f).filter(|d| !d.is_null())
