@@ -230,8 +230,8 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
 
 /// The zone of `spec.timeZone` (UTC when unset), or `None` with upstream's
 /// `UnknownTimeZone` warning when the database does not know it (the API
-/// server refuses such zones, so only a server with a newer database than
-/// the plugin's lets one through).
+/// server refuses such zones: one gets here from a server whose database
+/// is newer than the plugin's, or was stored before the server checked).
 fn zone_of(cj: &Object, events: &mut Vec<Event>) -> Option<TimeZone> {
     let Some(name) = cj.get_str("spec.timeZone") else {
         return Some(TimeZone::utc());
