@@ -487,7 +487,7 @@ mod tests {
         // The Job itself is labelled as its template, when it has none.
         assert_eq!(&j["metadata"]["labels"], labels);
         assert!(
-            crate::validate::kind_errors("batch", "jobs", &j, None)
+            crate::validate::kind_errors("batch", "jobs", &j, None, None)
                 .iter()
                 .all(|(f, _)| f != "spec.selector" && f != "spec.template.metadata.labels")
         );
@@ -502,7 +502,7 @@ mod tests {
             "template": {"metadata": {"labels": {"app": "x"}}}}});
         job_selector(&mut manual);
         assert!(manual["spec"].get("selector").is_none());
-        let errs = crate::validate::kind_errors("batch", "jobs", &manual, None);
+        let errs = crate::validate::kind_errors("batch", "jobs", &manual, None, None);
         assert!(
             errs.contains(&("spec.selector".into(), "Required value".into())),
             "{errs:?}"

@@ -2,6 +2,7 @@
 //! per-kind rules (`pod_spec.rs`, `service.rs`, `storage.rs`) in kube's words
 //! (`field.rs`).
 
+mod cronjob;
 mod job;
 mod pod_spec;
 mod service;
@@ -223,13 +224,15 @@ fn with_claim_volumes(set: &Value, spec: &Value) -> Value {
 
 /// Per-kind checks for the built-ins, in kube's words: pod specs (of pods
 /// and of every template), Services, workloads' selectors and replicas,
-/// ConfigMap and Secret data. `pod`: a pod's resources as admission
-/// parsed them, if it has.
+/// ConfigMap and Secret data, CronJobs. `pod`: a pod's resources as
+/// admission parsed them, if it has; `old`: the stored object an update
+/// replaces (a CronJob's update rules are looser).
 pub(crate) fn kind_errors(
     group: &str,
     plural: &str,
     obj: &Value,
     pod: Option<&windlass_selector::PodResources>,
+    old: Option<&Value>,
 ) -> Vec<(String, String)> {
     let mut errs = crate::admission::validation_errors(group, plural, obj, pod);
     if let Some(at) = pod_spec_path(group, plural) {
@@ -268,6 +271,7 @@ pub(crate) fn kind_errors(
             }
         }
         ("batch", "jobs") => job_errors(obj, &mut errs),
+        ("batch", "cronjobs") => errs.extend(cronjob::errors(obj, old)),
         ("", "configmaps" | "secrets") => {
             for f in ["data", "binaryData", "stringData"] {
                 if let Some(d) = obj.get(f).filter(|d| !d.is_null())
@@ -475,7 +479,7 @@ mod tests {
             }})
         };
         let mount_errors = |v: &Value| {
-            kind_errors("apps", "statefulsets", v, None)
+            kind_errors("apps", "statefulsets", v, None, None)
                 .into_iter()
                 .filter(|(f, _)| f.contains("volumeMounts"))
                 .collect::<Vec<_>>()
@@ -598,9 +602,9 @@ mod tests {
     fn deployment_selector_must_match() {
         let d = json!({"spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata": {"labels": {"app": "b"}},
             "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
-        assert_eq!(kind_errors("apps", "deployments", &d, None).len(), 1);
+        assert_eq!(kind_errors("apps", "deployments", &d, None, None).len(), 1);
         assert_eq!(
-            kind_errors("", "pods", &json!({"spec": {}}), None)[0].0,
+            kind_errors("", "pods", &json!({"spec": {}}), None, None)[0].0,
             "spec.containers"
         );
     }
@@ -611,7 +615,7 @@ mod tests {
             "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{
                 "name": "c", "image": "i", "ports": [{"containerPort": 70000, "protocol": "TCP"}],
                 "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]}}}});
-        let e = kind_errors("apps", "deployments", &d, None);
+        let e = kind_errors("apps", "deployments", &d, None, None);
         assert_eq!(
             e,
             [
@@ -628,7 +632,7 @@ mod tests {
         let cj =
             json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}}}});
         assert_eq!(
-            kind_errors("batch", "cronjobs", &cj, None)[0].0,
+            kind_errors("batch", "cronjobs", &cj, None, None)[0].0,
             "spec.jobTemplate.spec.template.spec.containers"
         );
     }

@@ -218,6 +218,7 @@ fn validate_all(
         &req.res.plural,
         obj,
         review.pod(),
+        old,
     ));
     if let Some(old) = old {
         errs.extend(validate::update_errors(

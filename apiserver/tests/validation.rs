@@ -1046,3 +1046,35 @@ async fn pods_get_their_priority_and_classes_are_held_to_kubes_rules() {
         "{err}"
     );
 }
+
+/// A CronJob is held to kube's CronJob rules: its schedule parsed as the
+/// cronjob plugin parses it and its time zone looked up in the plugin's
+/// database, every problem one cause of one 422; a good one is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cronjobs_are_held_to_kubes_rules() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new())
+        .await
+        .unwrap();
+    let http = Http::new(server.addr());
+    let cronjob = |name: &str, schedule: &str, zone: &str| {
+        json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name},
+            "spec": {"schedule": schedule, "timeZone": zone, "concurrencyPolicy": "Sometimes",
+                "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox"}]}}}}}})
+    };
+    let path = "/apis/batch/v1/namespaces/default/cronjobs";
+    let (code, s) = http
+        .post(path, &cronjob("bad", "0 25 * * *", "Mars/Olympus"))
+        .await;
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(s["reason"], "Invalid");
+    assert_eq!(
+        s["message"],
+        "CronJob.batch \"bad\" is invalid: [spec.schedule: Invalid value: \"0 25 * * *\": end of range (25) above maximum (23): 25, spec.timeZone: Invalid value: \"Mars/Olympus\": unknown time zone Mars/Olympus, spec.concurrencyPolicy: Unsupported value: \"Sometimes\": supported values: \"Allow\", \"Forbid\", \"Replace\"]"
+    );
+    let mut good = cronjob("good", "0 9 * * *", "Europe/Paris");
+    good["spec"]["concurrencyPolicy"] = json!("Forbid");
+    let (code, s) = http.post(path, &good).await;
+    assert_eq!(code, 201, "{s}");
+    assert_eq!(s["spec"]["timeZone"], "Europe/Paris");
+}

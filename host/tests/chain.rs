@@ -420,10 +420,13 @@ spec:
 /// server gives it its selector, the kubelet completes its pod); an
 /// Indexed Job runs each index once; a Job whose pods fail goes past its
 /// `backoffLimit` to `Failed`; a CronJob makes a Job at the top of the
-/// minute, which completes; deleting them collects their pods.
+/// minute, which completes; a CronJob in an IANA time zone is taken and
+/// shows it, one in a zone that does not exist is refused with the
+/// server's words; deleting them collects their pods.
 #[test]
 fn jobs_run_to_completion_or_fail_past_their_limit() {
     let c = cluster();
+    cronjobs_in_time_zones(&c);
     // A CronJob's first Job comes at the next minute: made first, checked
     // last, so the wait overlaps the rest.
     c.ok(
@@ -678,6 +681,51 @@ spec:
     c.ok(&["delete", "job", "policed", "--wait=false"], None);
     all_pods_collected(&c);
     c.stop();
+}
+
+/// A CronJob with `timeZone: <zone>` at 09:00 there, as YAML.
+fn zoned_cronjob(name: &str, zone: &str) -> String {
+    format!(
+        "apiVersion: batch/v1
+kind: CronJob
+metadata: {{name: {name}}}
+spec:
+  schedule: '0 9 * * *'
+  timeZone: {zone}
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{{name: c, image: busybox}}]
+"
+    )
+}
+
+/// `kubectl apply` of a CronJob in `Europe/Paris` is taken and `get -o
+/// wide` shows the zone; one in `Mars/Olympus` is refused with the
+/// server's 422, as a cluster refuses it.
+fn cronjobs_in_time_zones(c: &Cluster) {
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(&zoned_cronjob("paris", "Europe/Paris")),
+    );
+    let wide = c.ok(&["get", "cronjob", "paris", "-o", "wide"], None);
+    assert!(wide.contains("Europe/Paris"), "{wide}");
+    let mars = std::env::temp_dir().join(format!("mars-cronjob-{}.yaml", std::process::id()));
+    std::fs::write(&mars, zoned_cronjob("mars", "Mars/Olympus")).unwrap();
+    let refused = c.kubectl(&["apply", "-f", mars.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&mars);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "The CronJob \"mars\" is invalid: spec.timeZone: Invalid value: \"Mars/Olympus\": unknown time zone Mars/Olympus"
+        ),
+        "{err}"
+    );
+    assert!(!c.kubectl(&["get", "cronjob", "mars"]).status.success());
+    c.ok(&["delete", "cronjob", "paris"], None);
 }
 
 /// A DaemonSet through kubectl: a pod on every node but the tainted one,

@@ -1,10 +1,14 @@
 //! Kubernetes label and field selectors: parsing, canonical printing and matching;
 //! resource quantities (`100m`, `2Gi`): exact parsing, arithmetic and
-//! canonical printing; and what objects cost a `ResourceQuota` ([`quota`]).
+//! canonical printing; what objects cost a `ResourceQuota` ([`quota`]); and,
+//! with the `cron` feature, CronJob schedules in IANA time zones (`cron`).
 //!
 //! Shared by the host (cache lists), the embedded API server (list/watch
-//! filtering) and the guest SDK's test cache, so that all three agree on what
-//! `app=web,tier in (a,b),!canary` means.
+//! filtering, validation) and the guest SDK's test cache, so that all three
+//! agree on what `app=web,tier in (a,b),!canary` means; and by the API
+//! server and the cronjob plugin, so that a schedule the server accepts is
+//! the schedule the controller runs. The `cron` feature bundles the time
+//! zone database, so only the crates that schedule pay for it.
 //!
 //! ```
 //! use windlass_selector::LabelSelector;
@@ -13,6 +17,8 @@
 //! assert!(sel.matches(|k| labels.iter().find(|(n, _)| *n == k).map(|(_, v)| *v)));
 //! ```
 
+#[cfg(feature = "cron")]
+pub mod cron;
 mod field;
 mod label;
 pub mod names;

@@ -21,12 +21,16 @@
 //!   `SawCompletedJob`), `lastScheduleTime`, `lastSuccessfulTime`; the
 //!   outcome asks to be called again at the next scheduled time.
 //!
-//! Schedules are UTC (`schedule.rs`); a `timeZone` other than UTC is
-//! refused with a clear error, as there is no time zone database in the
-//! sandbox. Job names from the scheduled time make a create idempotent: a
-//! reconcile ahead of the cache converges the Job it made.
-
-mod schedule;
+//! Schedules are read on the wall clock of `spec.timeZone` (UTC when
+//! unset), with the parser and IANA database the API server validates
+//! with (`windlass_selector::cron`, the database bundled into the plugin).
+//! As upstream: a zone the database does not know gets an
+//! `UnknownTimeZone` warning and no Job (nor a retry: only an edit of the
+//! CronJob can fix it), an unparseable schedule an `UnparseableSchedule`
+//! warning, and a `TZ=` prefix in the schedule an `UnsupportedSchedule`
+//! warning while it is honoured. Job names from the scheduled instant
+//! (minutes since the epoch, whatever the zone) make a create idempotent:
+//! a reconcile ahead of the cache converges the Job it made.
 
 use std::time::Duration;
 
@@ -36,7 +40,7 @@ use windlass_sdk::{
     Request, Time, Watch,
 };
 
-use schedule::Schedule;
+use windlass_selector::cron::{Schedule, TimeZone};
 
 /// The annotation a Job carries with the time it was scheduled for.
 const SCHEDULED: &str = "batch.kubernetes.io/cronjob-scheduled-timestamp";
@@ -99,21 +103,16 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
     let Some(cj) = req.live_object() else {
         return Ok(Outcome::new());
     };
-    let text = cj.get_str("spec.schedule").unwrap_or_default();
-    let schedule = Schedule::parse(text)
-        .map_err(|e| Error::permanent(format!("unparseable schedule {text:?}: {e}")))?;
-    if let Some(tz) = cj
-        .get_str("spec.timeZone")
-        .filter(|tz| !matches!(*tz, "UTC" | "Etc/UTC" | ""))
-    {
-        return Err(Error::permanent(format!(
-            "timeZone {tz:?}: only UTC is known here (no time zone database in the sandbox)"
-        )));
-    }
     let now = req.now;
     let children: Vec<Child> = req.owned_of("batch/v1", "Job").map(Child::of).collect();
     let mut out = Outcome::new();
     let mut events: Vec<Event> = Vec::new();
+    let suspended = cj.get_bool("spec.suspend") == Some(true);
+    // Upstream's order: the zone is checked even when suspended, the
+    // schedule only when not.
+    let schedule = zone_of(cj, &mut events)
+        .filter(|_| !suspended)
+        .and_then(|zone| schedule_of(cj, zone, &mut events));
 
     let mut last_schedule = cj.get_str("status.lastScheduleTime").and_then(Time::parse);
     let mut last_success = cj
@@ -149,8 +148,7 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
         .filter(|c| c.finished.is_none() && !c.object.is_being_deleted())
         .collect();
 
-    let suspended = cj.get_bool("spec.suspend") == Some(true);
-    if !suspended {
+    if let Some(schedule) = &schedule {
         let created = cj.creation_timestamp().and_then(Time::parse).unwrap_or(now);
         let mut earliest = last_schedule.unwrap_or(created);
         let deadline = cj
@@ -165,12 +163,12 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
         let mut due = None;
         let mut missed = 0u32;
         let mut t = earliest;
-        while let Some(next) = schedule.next(t).filter(|n| *n <= now) {
+        while let Some(next) = next_after(schedule, t).filter(|n| *n <= now) {
             missed += 1;
             due = Some(next);
             t = next;
             if missed > 100 {
-                due = schedule.prev(now);
+                due = latest_by(schedule, now);
                 break;
             }
         }
@@ -210,7 +208,7 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
                 last_schedule = Some(at);
             }
         }
-        if let Some(next) = schedule.next(now) {
+        if let Some(next) = next_after(schedule, now) {
             // A little after the minute, so the clock has passed it.
             out = out.requeue_after(now.until(next) + Duration::from_millis(100));
         }
@@ -228,6 +226,70 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
         out = out.event(e);
     }
     Ok(out)
+}
+
+/// The zone of `spec.timeZone` (UTC when unset), or `None` with upstream's
+/// `UnknownTimeZone` warning when the database does not know it (the API
+/// server refuses such zones: one gets here from a server whose database
+/// is newer than the plugin's, or was stored before the server checked).
+fn zone_of(cj: &Object, events: &mut Vec<Event>) -> Option<TimeZone> {
+    let Some(name) = cj.get_str("spec.timeZone") else {
+        return Some(TimeZone::utc());
+    };
+    match TimeZone::load(name) {
+        Ok(zone) => Some(zone),
+        Err(e) => {
+            events.push(Event::warning(
+                "UnknownTimeZone",
+                format!("invalid timeZone: {name:?}: {e}"),
+            ));
+            None
+        }
+    }
+}
+
+/// `spec.schedule` on the wall clock of `zone`, as upstream's
+/// `formatSchedule` and `cron.ParseStandard` make it: a `TZ=`/`CRON_TZ=`
+/// prefix wins over the zone (with a warning), and a schedule that does
+/// not parse is reported and not run.
+fn schedule_of(cj: &Object, zone: TimeZone, events: &mut Vec<Event>) -> Option<Schedule> {
+    let text = cj.get_str("spec.schedule").unwrap_or_default();
+    let prefixed = text.contains("TZ");
+    if prefixed {
+        events.push(Event::warning(
+            "UnsupportedSchedule",
+            format!(
+                "CRON_TZ or TZ used in schedule {text:?} is not officially supported, see \
+                 https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more \
+                 details"
+            ),
+        ));
+    }
+    match Schedule::parse(text) {
+        Ok(s) if prefixed => Some(s),
+        Ok(s) => Some(s.with_zone(zone)),
+        Err(e) => {
+            events.push(Event::warning(
+                "UnparseableSchedule",
+                format!("unparseable schedule: {text:?} : {e}"),
+            ));
+            None
+        }
+    }
+}
+
+/// The first scheduled time after `t` (schedules count whole seconds).
+fn next_after(schedule: &Schedule, t: Time) -> Option<Time> {
+    schedule
+        .next(t.millis().div_euclid(1000))
+        .map(|s| Time::from_millis(s * 1000))
+}
+
+/// The last scheduled time at or before `t`.
+fn latest_by(schedule: &Schedule, t: Time) -> Option<Time> {
+    schedule
+        .prev(t.millis().div_euclid(1000))
+        .map(|s| Time::from_millis(s * 1000))
 }
 
 /// Deletes the oldest finished Jobs beyond the history limits.

@@ -77,10 +77,7 @@ fn finish(h: &mut H, name: &str, how: &str, secs: i64) {
 }
 
 fn events(out: &Outcome) -> Vec<String> {
-    out.events
-        .iter()
-        .map(|e| format!("{}: {}", e.reason, e.message))
-        .collect()
+    out.events.iter().map(ToString::to_string).collect()
 }
 
 fn status(h: &H) -> Value {
@@ -203,14 +200,83 @@ fn too_many_missed_times_are_reported_and_the_latest_is_run() {
     assert_eq!(jobs(&h), [job_name(180)]);
 }
 
+/// Reconciles at `now` (an RFC 3339 instant) and applies the outcome.
+fn step_at(h: &mut H, now: &str) -> Outcome {
+    h.set_now(Time::parse(now).unwrap());
+    let out = h.reconcile_key(&cj_ref()).unwrap();
+    h.apply_outcome(&cj_ref(), &out).unwrap();
+    out
+}
+
 #[test]
-fn a_bad_schedule_or_time_zone_is_a_permanent_error() {
-    let h = H::new().with_object(cronjob(json!({"schedule": "* * *"})));
-    let err = h.reconcile_key(&cj_ref()).unwrap_err().to_string();
-    assert!(err.contains("expected exactly 5 fields"), "{err}");
-    let h = H::new().with_object(cronjob(json!({"timeZone": "Europe/Paris"})));
-    let err = h.reconcile_key(&cj_ref()).unwrap_err().to_string();
-    assert!(err.contains("only UTC"), "{err}");
-    let h = H::new().with_object(cronjob(json!({"timeZone": "Etc/UTC"})));
-    assert!(h.reconcile_key(&cj_ref()).is_ok());
+fn an_unknown_zone_or_bad_schedule_is_reported_and_not_retried() {
+    // A zone the plugin's database lacks (the server's may be newer).
+    let mut h = H::new().with_object(cronjob(json!({"timeZone": "Mars/Olympus"})));
+    let out = step(&mut h, 3600);
+    assert_eq!(
+        events(&out),
+        ["UnknownTimeZone: invalid timeZone: \"Mars/Olympus\": unknown time zone Mars/Olympus"]
+    );
+    assert!(jobs(&h).is_empty());
+    assert_eq!(out.requeue_after, None);
+    // Checked even while suspended, as upstream does.
+    let mut h = H::new().with_object(cronjob(
+        json!({"timeZone": "europe/paris", "suspend": true}),
+    ));
+    assert_eq!(
+        events(&step(&mut h, 60)),
+        ["UnknownTimeZone: invalid timeZone: \"europe/paris\": unknown time zone europe/paris"]
+    );
+    // A schedule stored before the server validated them.
+    let mut h = H::new().with_object(cronjob(json!({"schedule": "* * *"})));
+    let out = step(&mut h, 3600);
+    assert_eq!(
+        events(&out),
+        [
+            "UnparseableSchedule: unparseable schedule: \"* * *\" : expected exactly 5 fields, found 3: [* * *]"
+        ]
+    );
+    assert!(jobs(&h).is_empty());
+    assert_eq!(out.requeue_after, None);
+    // UTC by another name is UTC.
+    let mut h = H::new().with_object(cronjob(json!({"timeZone": "Etc/UTC"})));
+    step(&mut h, 61);
+    assert_eq!(jobs(&h), [job_name(1)]);
+}
+
+#[test]
+fn a_zone_moves_the_utc_instant_with_daylight_saving() {
+    // 09:00 in Paris: 08:00 UTC in winter (the CronJob is made on
+    // 2026-03-01), 07:00 UTC from 2026-03-29.
+    let mut h = H::new().with_object(cronjob(
+        json!({"schedule": "0 9 * * *", "timeZone": "Europe/Paris"}),
+    ));
+    let out = step_at(&mut h, "2026-03-02T07:59:00Z");
+    assert!(jobs(&h).is_empty());
+    assert_eq!(out.requeue_after, Some(Duration::from_millis(60_100)));
+    step_at(&mut h, "2026-03-02T08:00:01Z");
+    let winter = Time::parse("2026-03-02T08:00:00Z").unwrap();
+    let name = |at: Time| format!("tick-{}", at.millis() / 60_000);
+    assert_eq!(jobs(&h), [name(winter)]);
+    assert_eq!(
+        status(&h)["lastScheduleTime"],
+        json!("2026-03-02T08:00:00Z")
+    );
+    let job = h
+        .get(&ObjectRef::new("batch/v1", "Job", "default", name(winter)))
+        .unwrap();
+    assert_eq!(
+        job.annotation("batch.kubernetes.io/cronjob-scheduled-timestamp"),
+        Some("2026-03-02T08:00:00Z")
+    );
+    // Summer time: the day it starts, and after.
+    for (now, at) in [
+        ("2026-03-29T07:00:05Z", "2026-03-29T07:00:00Z"),
+        ("2026-06-15T07:00:05Z", "2026-06-15T07:00:00Z"),
+    ] {
+        step_at(&mut h, now);
+        let at = Time::parse(at).unwrap();
+        assert!(jobs(&h).contains(&name(at)), "{:?}", jobs(&h));
+        assert_eq!(status(&h)["lastScheduleTime"], json!(at.to_rfc3339()));
+    }
 }
