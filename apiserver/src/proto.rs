@@ -19,11 +19,15 @@
 //! an error unless its value is zero, so nothing the client sent is
 //! silently dropped.
 
+mod omit;
+
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use base64::Engine;
 use serde_json::{Map, Value, json};
+
+pub(crate) use omit::omit_empty;
 
 const MAGIC: &[u8] = b"k8s\0";
 

@@ -201,6 +201,19 @@ pub(crate) fn check_identity(req: &Req<'_>, body: &mut Value) -> ApiResult<()> {
     Ok(())
 }
 
+/// A built-in object as kube-apiserver's round trip through Go leaves it
+/// (`proto/omit.rs`): `stdin: false`, `taints: []` and the like are left
+/// out. Custom resources keep what was written.
+fn omit_empty(req: &Req<'_>, obj: &mut Value) {
+    if req.res.builtin {
+        let api_version = match req.res.group.as_str() {
+            "" => req.version.to_owned(),
+            g => format!("{g}/{}", req.version),
+        };
+        crate::proto::omit_empty(&api_version, &req.res.kind, obj);
+    }
+}
+
 /// `old` is the stored object an update replaces (`None` on create).
 fn validate_all(
     req: &Req<'_>,
@@ -419,6 +432,7 @@ pub(crate) fn create(
     // fills the system fields (a Job's selector is made of the uid).
     meta_mut(&mut obj).insert("uid".into(), Value::String(object::new_uid()));
     allocate(st, req, &name, None, &mut obj)?;
+    omit_empty(req, &mut obj);
     validate_all(req, &review, &obj, &name, None)?;
     check_namespace(st, req, &name)?;
     // Admission names a generated object by its prefix, as upstream does.
@@ -620,6 +634,7 @@ pub(crate) fn commit_update(
         admission::priority::admit_class(st, req, &new)?;
     }
     allocate(st, req, &name, Some(&old.value), &mut new)?;
+    omit_empty(req, &mut new);
     validate_all(req, &review, &new, &name, Some(&old.value))?;
     if old.obj.attrs.deleting {
         let before = object::finalizers(&old.value);

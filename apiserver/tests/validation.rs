@@ -666,8 +666,9 @@ async fn repeated_json_fields_in_each_field_validation_mode() {
         .await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert!(r.warnings().is_empty(), "{:?}", r.warnings());
-    // The last of a repeated field wins, as Go's decoder has it.
-    assert_eq!(r.body["spec"]["paused"], false);
+    // The last of a repeated field wins, as Go's decoder has it: `false`,
+    // which Go's encoder then leaves out.
+    assert!(r.body["spec"].get("paused").is_none(), "{}", r.body);
     assert_eq!(
         r.body["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
         "Never"
