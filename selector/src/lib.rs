@@ -17,6 +17,7 @@
 //! assert!(sel.matches(|k| labels.iter().find(|(n, _)| *n == k).map(|(_, v)| *v)));
 //! ```
 
+pub mod civil;
 #[cfg(feature = "cron")]
 pub mod cron;
 mod field;
