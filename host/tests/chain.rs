@@ -9,7 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::Value;
-use windlass_tests::{Cluster, Proxy, Server, condition_status, example, running_and_ready};
+use windlass_tests::{
+    Cluster, Proxy, Server, condition, condition_status, example, running_and_ready,
+};
 
 const PLUGINS: [&str; 14] = windlass_tests::EXAMPLE_PLUGINS;
 const WAIT: Duration = Duration::from_secs(90);
@@ -559,13 +561,7 @@ spec:
         None,
     );
     let failing = c.json(&["job", "failing"]);
-    let failed = failing["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "Failed")
-        .cloned()
-        .unwrap();
+    let failed = condition(&failing, "Failed").expect("a Failed condition");
     assert_eq!(failed["reason"], "BackoffLimitExceeded", "{failing}");
     assert_eq!(failing["status"]["failed"], 1, "{failing}");
 
@@ -659,13 +655,7 @@ spec:
         None,
     );
     let job = c.json(&["job", "policed"]);
-    let failed = job["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "Failed")
-        .cloned()
-        .unwrap();
+    let failed = condition(&job, "Failed").expect("a Failed condition");
     let pod = pods(&c, "default", "job-name=policed");
     assert_eq!(pod.len(), 1, "{pod:?}");
     let name = pod[0]["metadata"]["name"].as_str().unwrap();
