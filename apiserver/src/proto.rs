@@ -147,6 +147,8 @@ struct FieldSpec {
     inline: bool,
     /// A plain Go value marked `omitempty`: `false` or `0` is left out.
     omit_zero: bool,
+    /// A Go list or map marked `omitempty`: left out when empty (`omit.rs`).
+    omit_empty: bool,
 }
 
 type Schema = HashMap<String, HashMap<u64, FieldSpec>>;
@@ -191,6 +193,7 @@ fn parse_schema(text: &str) -> Schema {
                     map,
                     inline,
                     omit_zero: false,
+                    omit_empty: false,
                 },
             );
         }
@@ -199,18 +202,20 @@ fn parse_schema(text: &str) -> Schema {
     schema
 }
 
-/// Marks the fields `omitempty.txt` lists as scalars (`z`) in `schema`.
-fn mark_omit_zero(schema: &mut Schema, table: &str) {
+/// Marks the fields `omitempty.txt` lists in `schema`: scalars (`z`) and
+/// lists or maps (`e`).
+fn mark_omitempty(schema: &mut Schema, table: &str) {
     for line in table.lines().filter(|l| !l.starts_with('#')) {
         let mut parts = line.split(' ');
-        let (Some(message), Some(field), Some("z")) = (parts.next(), parts.next(), parts.next())
+        let (Some(message), Some(field), Some(kind)) = (parts.next(), parts.next(), parts.next())
         else {
             continue;
         };
         if let Some(spec) =
             (schema.get_mut(message)).and_then(|fs| fs.values_mut().find(|s| s.name == field))
         {
-            spec.omit_zero = true;
+            spec.omit_zero = kind == "z";
+            spec.omit_empty = kind == "e";
         }
     }
 }
@@ -219,7 +224,7 @@ fn schema() -> &'static Schema {
     static SCHEMA: OnceLock<Schema> = OnceLock::new();
     SCHEMA.get_or_init(|| {
         let mut schema = parse_schema(include_str!("proto/schema.txt"));
-        mark_omit_zero(&mut schema, include_str!("proto/omitempty.txt"));
+        mark_omitempty(&mut schema, include_str!("proto/omitempty.txt"));
         schema
     })
 }

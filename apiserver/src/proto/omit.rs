@@ -6,8 +6,9 @@
 //! that writes `hostNetwork: false` or `taints: []` reads back what it
 //! would from a cluster: neither.
 //!
-//! The fields are `omitempty.txt`'s (from the Go types); where a field's
-//! value is a message, the walk goes into it by `schema.txt`.
+//! The fields are those `schema()` marks from `omitempty.txt` (from the Go
+//! types); where a field's value is a message, the walk goes into it by
+//! `schema.txt`.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -36,18 +37,10 @@ type Rules = HashMap<String, HashMap<String, Rule>>;
 fn rules() -> &'static Rules {
     static RULES: OnceLock<Rules> = OnceLock::new();
     RULES.get_or_init(|| {
-        let mut omit: HashMap<(&str, &str), char> = HashMap::new();
-        for line in include_str!("omitempty.txt").lines() {
-            let mut parts = line.split(' ');
-            if let (Some(m), Some(f), Some(k)) = (parts.next(), parts.next(), parts.next()) {
-                omit.insert((m, f), k.chars().next().unwrap_or(' '));
-            }
-        }
-        let schema = schema();
         let mut rules = Rules::new();
-        for message in schema.keys() {
+        for message in schema().keys() {
             let mut fields = HashMap::new();
-            fold(message, &omit, &mut fields, 0);
+            fold(message, &mut fields, 0);
             rules.insert(message.clone(), fields);
         }
         rules
@@ -56,12 +49,7 @@ fn rules() -> &'static Rules {
 
 /// Adds `message`'s fields (and those of the messages it inlines) to
 /// `fields`.
-fn fold(
-    message: &str,
-    omit: &HashMap<(&str, &str), char>,
-    fields: &mut HashMap<String, Rule>,
-    depth: usize,
-) {
+fn fold(message: &str, fields: &mut HashMap<String, Rule>, depth: usize) {
     let Some(specs) = schema().get(message) else {
         return;
     };
@@ -72,16 +60,15 @@ fn fold(
         };
         if spec.inline {
             if let Some(m) = nested.filter(|_| depth < 4) {
-                fold(&m, omit, fields, depth + 1);
+                fold(&m, fields, depth + 1);
             }
             continue;
         }
-        let kind = omit.get(&(message, spec.name.as_str())).copied();
         fields.insert(
             spec.name.clone(),
             Rule {
-                zero: kind == Some('z'),
-                empty: kind == Some('e'),
+                zero: spec.omit_zero,
+                empty: spec.omit_empty,
                 nested,
                 map: spec.map,
             },
