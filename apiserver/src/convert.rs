@@ -7,6 +7,10 @@
 //! annotations so that a v1 client's read-modify-write keeps it. (kube writes
 //! those annotations in v1's alpha metric format; here they hold the v2
 //! objects as they are.)
+//!
+//! Events are one kind served by two groups: `events.k8s.io/v1` Events are
+//! stored as core v1 Events, with kube's field renames
+//! ([`EVENT_RENAMES`]).
 
 use serde_json::{Map, Value, json};
 
@@ -17,19 +21,34 @@ const BEHAVIOR: &str = "autoscaling.alpha.kubernetes.io/behavior";
 const CONDITIONS: &str = "autoscaling.alpha.kubernetes.io/conditions";
 const CURRENT_METRICS: &str = "autoscaling.alpha.kubernetes.io/current-metrics";
 
+/// Core v1 Event fields and their `events.k8s.io/v1` names (kube's
+/// `Convert_v1_Event_To_core_Event` and back); the other fields are the same.
+const EVENT_RENAMES: [(&str, &str); 7] = [
+    ("involvedObject", "regarding"),
+    ("message", "note"),
+    ("reportingComponent", "reportingController"),
+    ("source", "deprecatedSource"),
+    ("firstTimestamp", "deprecatedFirstTimestamp"),
+    ("lastTimestamp", "deprecatedLastTimestamp"),
+    ("count", "deprecatedCount"),
+];
+
 /// Whether `version` of `res` is not its stored form.
 pub(crate) fn needed(res: &Resource, version: &str) -> bool {
-    res.builtin
-        && res.group == "autoscaling"
-        && res.plural == "horizontalpodautoscalers"
-        && version == "v1"
+    res.is_events_api()
+        || (res.builtin
+            && res.group == "autoscaling"
+            && res.plural == "horizontalpodautoscalers"
+            && version == "v1")
 }
 
 /// The stored object as `version` shows it.
 pub(crate) fn to_version(res: &Resource, version: &str, stored: &Value) -> Value {
     let mut v = stored.clone();
     v["apiVersion"] = json!(res.api_version(version));
-    if needed(res, version) {
+    if res.is_events_api() {
+        rename(&mut v, |(core, events)| (core, events));
+    } else if needed(res, version) {
         hpa_v2_to_v1(&mut v);
     }
     v
@@ -38,10 +57,40 @@ pub(crate) fn to_version(res: &Resource, version: &str, stored: &Value) -> Value
 /// An object sent as `version`, in its stored form.
 pub(crate) fn from_version(res: &Resource, version: &str, mut v: Value) -> Value {
     if needed(res, version) && v.is_object() {
-        hpa_v1_to_v2(&mut v);
-        v["apiVersion"] = json!(res.api_version(&res.versions[0]));
+        if res.is_events_api() {
+            rename(&mut v, |(core, events)| (events, core));
+        } else {
+            hpa_v1_to_v2(&mut v);
+        }
+        v["apiVersion"] = json!(res.stored_api_version());
     }
     v
+}
+
+/// Renames an Event's fields, each pair of [`EVENT_RENAMES`] taken as
+/// `(from, to)` by `direction`. A field already under its new name (a body
+/// that mixes the two forms) is dropped first, as kube's typed decoding
+/// never sees it.
+fn rename(
+    v: &mut Value,
+    direction: impl Fn((&'static str, &'static str)) -> (&'static str, &'static str),
+) {
+    let Some(m) = v.as_object_mut() else {
+        return;
+    };
+    let moved: Vec<(&str, Option<Value>)> = EVENT_RENAMES
+        .iter()
+        .map(|&pair| {
+            let (from, to) = direction(pair);
+            m.remove(to);
+            (to, m.remove(from))
+        })
+        .collect();
+    for (to, value) in moved {
+        if let Some(value) = value {
+            m.insert(to.to_owned(), value);
+        }
+    }
 }
 
 fn is_cpu_utilization(m: &Value) -> bool {

@@ -52,7 +52,7 @@ pub(crate) async fn evict(
     let (budget, deleted) = {
         let mut st = ctx.shared.lock();
         let pod = st
-            .get(&ctx.res.key(), &ctx.ns, name)
+            .get(&ctx.res.storage_key(), &ctx.ns, name)
             .ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
         let pod = pod.value();
         let budget = if can_ignore_budget(&pod) {

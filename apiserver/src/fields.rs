@@ -48,6 +48,23 @@ pub(crate) fn own_fields_of(group: &str, plural: &str) -> Option<&'static [&'sta
             "metadata.namespace",
             "metadata.name",
         ],
+        // kube's `AddFieldLabelConversionsForEvent` (events.k8s.io/v1):
+        // each is a core Event field ([`core_event_field`]), and anything else
+        // but the name and namespace is refused.
+        ("events.k8s.io", "events") => &[
+            "reason",
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "regarding.apiVersion",
+            "regarding.resourceVersion",
+            "regarding.fieldPath",
+            "reportingController",
+            "type",
+            "metadata.namespace",
+            "metadata.name",
+        ],
         ("", "namespaces") => &["status.phase", "metadata.name"],
         ("", "secrets") => &["type", "metadata.namespace", "metadata.name"],
         ("", "services") => &[
@@ -67,14 +84,32 @@ pub(crate) fn own_fields_of(group: &str, plural: &str) -> Option<&'static [&'sta
     Some(fields)
 }
 
+/// The core Event field an `events.k8s.io` field selector names, where
+/// the two differ.
+pub(crate) fn core_event_field(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "regarding.kind" => "involvedObject.kind",
+        "regarding.namespace" => "involvedObject.namespace",
+        "regarding.name" => "involvedObject.name",
+        "regarding.uid" => "involvedObject.uid",
+        "regarding.apiVersion" => "involvedObject.apiVersion",
+        "regarding.resourceVersion" => "involvedObject.resourceVersion",
+        "regarding.fieldPath" => "involvedObject.fieldPath",
+        "reportingController" => "reportingComponent",
+        _ => return None,
+    })
+}
+
 /// Whether a field selector may name `field` for `res`; the error is kube's
 /// message (a `400 BadRequest`).
 pub(crate) fn check(res: &Resource, field: &str) -> Result<(), String> {
     match own_fields_of(&res.group, &res.plural) {
         Some(fields) if fields.contains(&field) => Ok(()),
-        Some(_) => Err(format!("field label not supported: {field}")),
-        None if matches!(field, "metadata.name" | "metadata.namespace") => Ok(()),
-        None => Err(format!(
+        // The events.k8s.io conversion hands what it does not map to the
+        // default one.
+        Some(_) if !res.is_events_api() => Err(format!("field label not supported: {field}")),
+        _ if matches!(field, "metadata.name" | "metadata.namespace") => Ok(()),
+        _ => Err(format!(
             "{field:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         )),
     }

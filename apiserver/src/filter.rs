@@ -40,9 +40,20 @@ impl Filter {
         for r in fields.requirements() {
             crate::fields::check(res, r.field()).map_err(ApiError::bad_request)?;
         }
+        // events.k8s.io Events are stored as core ones, and selected by
+        // the core fields theirs convert to.
+        let (group, plural, fields) = if res.is_events_api() {
+            (
+                "",
+                "events",
+                fields.renamed(crate::fields::core_event_field),
+            )
+        } else {
+            (res.group.as_str(), res.plural.as_str(), fields)
+        };
         Ok(Self {
-            group: res.group.clone(),
-            plural: res.plural.clone(),
+            group: group.to_owned(),
+            plural: plural.to_owned(),
             ns: ns.map(str::to_owned),
             labels,
             fields,

@@ -223,7 +223,7 @@ fn get(ctx: &Ctx, name: &str) -> ApiResult<Response<RespBody>> {
     let o = ctx
         .shared
         .lock()
-        .get(&ctx.res.key(), &ctx.ns, name)
+        .get(&ctx.res.storage_key(), &ctx.ns, name)
         .ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
     Ok(ctx.respond(200, &o))
 }
@@ -240,7 +240,7 @@ async fn delete_collection(
     let mut last_ack = None;
     {
         let mut st = ctx.shared.lock();
-        for o in st.list(&ctx.res.key(), filter.namespace()) {
+        for o in st.list(&ctx.res.storage_key(), filter.namespace()) {
             if !filter.matches(&o.attrs) {
                 continue;
             }
@@ -373,7 +373,7 @@ fn apply_converted(
     let shown = existing.map(|o| {
         let value = convert::to_version(&ctx.res, &ctx.version, &o.value);
         Current {
-            obj: Arc::new(Obj::new(&ctx.res.key(), o.obj.rv, &value)),
+            obj: Arc::new(Obj::new(&ctx.res.storage_key(), o.obj.rv, &value)),
             value,
         }
     });

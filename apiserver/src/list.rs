@@ -54,7 +54,7 @@ pub(crate) fn list(ctx: &Ctx, ns: Option<&str>) -> ApiResult<Response<RespBody>>
             "specifying resource version is not allowed when using continue",
         ));
     }
-    let key = ctx.res.key();
+    let key = ctx.res.storage_key();
     let (at, objs) = {
         let st = ctx.shared.lock();
         let at = match (&token, rv, rvm) {

@@ -48,9 +48,37 @@ pub(crate) struct Resource {
 }
 
 impl Resource {
-    /// The storage key prefix, `group/plural`.
+    /// The registry key, `group/plural`.
     pub(crate) fn key(&self) -> String {
         join(&self.group, &self.plural)
+    }
+
+    /// Whether this is `events.k8s.io` Events: as in kube-apiserver, the
+    /// same objects as core v1 Events, stored once (in the core form) and
+    /// converted on the way in and out (`convert.rs`), so that an event a
+    /// client records through either API shows in both.
+    pub(crate) fn is_events_api(&self) -> bool {
+        self.builtin && self.group == "events.k8s.io" && self.plural == "events"
+    }
+
+    /// The table the objects are stored in, `group/plural` of the stored
+    /// form: [`Resource::key`] but for `events.k8s.io` Events, stored as
+    /// core Events.
+    pub(crate) fn storage_key(&self) -> String {
+        if self.is_events_api() {
+            join("", "events")
+        } else {
+            self.key()
+        }
+    }
+
+    /// The `apiVersion` of the stored form.
+    pub(crate) fn stored_api_version(&self) -> String {
+        if self.is_events_api() {
+            "v1".to_owned()
+        } else {
+            self.api_version(&self.versions[0])
+        }
     }
 
     pub(crate) fn api_version(&self, version: &str) -> String {

@@ -276,6 +276,10 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
             commit_backlog: config.commit_backlog,
         },
     );
+    let moved = state.adopt_events_api_rows();
+    if moved > 0 {
+        tracing::info!(events = moved, "stored events.k8s.io events as core Events");
+    }
     crate::admission::recount_quotas(&mut state);
     state.follow_up = Some(crate::system::follow_up);
     crate::system::ensure(&mut state, client_addr(addr));

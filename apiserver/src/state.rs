@@ -557,6 +557,31 @@ impl State {
         }
     }
 
+    /// Moves events an older server stored apart, as `events.k8s.io`
+    /// objects, into the core Events they are now stored as (see
+    /// [`Resource::is_events_api`](crate::resources::Resource::is_events_api)):
+    /// each is written again, converted, and its old row deleted. Returns
+    /// how many moved.
+    pub(crate) fn adopt_events_api_rows(&mut self) -> usize {
+        const OLD: &str = "events.k8s.io/events";
+        let Some(res) = self.registry.get_key(OLD).cloned() else {
+            return 0;
+        };
+        let core = res.storage_key();
+        let old: Vec<Arc<Obj>> = self.list(OLD, None);
+        for o in &old {
+            let (ns, name) = (o.attrs.namespace.to_string(), o.attrs.name.to_string());
+            if self.get(&core, &ns, &name).is_some() {
+                tracing::warn!(namespace = %ns, name = %name, "an events.k8s.io event has the name of a core one; keeping the core one");
+            } else {
+                let v = crate::convert::from_version(&res, "v1", o.value());
+                self.write(&core, &ns, &name, Some(v));
+            }
+            self.write(OLD, &ns, &name, None);
+        }
+        old.len()
+    }
+
     /// Every stored object with its resource key.
     pub(crate) fn all_objects(&self) -> Vec<(String, Arc<Obj>)> {
         let mut out = Vec::new();
@@ -617,7 +642,7 @@ impl State {
             return false;
         };
         let owner_ns = if res.namespaced { ns } else { "" };
-        self.get(&res.key(), owner_ns, name)
+        self.get(&res.storage_key(), owner_ns, name)
             .is_some_and(|o| o.attrs.uid == *uid && !o.attrs.deleting)
     }
 }
@@ -639,6 +664,28 @@ mod tests {
     fn state() -> State {
         let (s, _) = Storage::in_memory();
         State::new(s, 100, vec![], history(4, usize::MAX))
+    }
+
+    #[test]
+    fn events_stored_apart_by_an_older_server_become_core_events() {
+        let old = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "e", "namespace": "a", "resourceVersion": "7"},
+            "regarding": {"kind": "Pod", "name": "p", "namespace": "a"}, "note": "hi",
+            "reportingController": "x.io/c", "eventTime": "2026-01-01T00:00:00.000000Z"});
+        let bytes = Bytes::from(serde_json::to_vec(&old).unwrap());
+        let (s, _) = Storage::in_memory();
+        let objects = vec![("events.k8s.io/events/a/e".to_owned(), bytes)];
+        let mut st = State::new(s, 100, objects, history(16, usize::MAX));
+        assert_eq!(st.adopt_events_api_rows(), 1);
+        assert!(st.list("events.k8s.io/events", None).is_empty());
+        let core = st.get("/events", "a", "e").expect("moved").value();
+        assert_eq!(core["apiVersion"], "v1");
+        assert_eq!(core["message"], "hi");
+        assert_eq!(core["involvedObject"]["name"], "p");
+        assert_eq!(core["reportingComponent"], "x.io/c");
+        assert!(core.get("note").is_none() && core.get("regarding").is_none());
+        // Once moved, nothing is left to move.
+        assert_eq!(st.adopt_events_api_rows(), 0);
     }
 
     #[test]

@@ -84,7 +84,7 @@ pub(crate) async fn scale(
     let w = {
         let mut st = ctx.shared.lock();
         let old = st
-            .get(&ctx.res.key(), &ctx.ns, name)
+            .get(&ctx.res.storage_key(), &ctx.ns, name)
             .map(Current::of)
             .ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
         let current = scale_of(&ctx.res, &ctx.version, &old.value);
@@ -203,7 +203,7 @@ pub(crate) async fn binding(
     let w = {
         let mut st = ctx.shared.lock();
         let old = st
-            .get(&ctx.res.key(), &ctx.ns, name)
+            .get(&ctx.res.storage_key(), &ctx.ns, name)
             .map(Current::of)
             .ok_or_else(|| ApiError::not_found(ctx.target(name)))?;
         if let Some(cur) = old.value["spec"]["nodeName"]
@@ -257,7 +257,7 @@ pub(crate) fn node_proxied(ctx: &Ctx, name: &str, sub: &str) -> ApiError {
     let Some(pod) = ctx
         .shared
         .lock()
-        .get(&ctx.res.key(), &ctx.ns, name)
+        .get(&ctx.res.storage_key(), &ctx.ns, name)
         .map(Current::of)
     else {
         return ApiError::not_found(ctx.target(name));

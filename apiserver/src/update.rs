@@ -33,7 +33,7 @@ pub(crate) fn guaranteed<F>(ctx: &Ctx, name: &str, mut compute: F) -> ApiResult<
 where
     F: FnMut(Option<&Current>) -> ApiResult<Next>,
 {
-    let key = ctx.res.key();
+    let key = ctx.res.storage_key();
     let req = ctx.req();
     for _ in 0..MAX_ATTEMPTS {
         // Parsed here, outside the lock.

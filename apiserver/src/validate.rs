@@ -3,6 +3,7 @@
 //! (`field.rs`).
 
 mod cronjob;
+mod event;
 mod job;
 mod pod_spec;
 mod service;
@@ -272,6 +273,9 @@ pub(crate) fn kind_errors(
         }
         ("batch", "jobs") => job_errors(obj, &mut errs),
         ("batch", "cronjobs") => errs.extend(cronjob::errors(obj, old)),
+        ("", "events") => errs.extend(event::errors(obj, false)),
+        // An update's are all in `update_errors`.
+        ("events.k8s.io", "events") if old.is_none() => errs.extend(event::errors(obj, true)),
         ("", "configmaps" | "secrets") => {
             for f in ["data", "binaryData", "stringData"] {
                 if let Some(d) = obj.get(f).filter(|d| !d.is_null())
@@ -434,6 +438,7 @@ pub(crate) fn update_errors(
             );
         }
         ("", "persistentvolumeclaims") => errs.extend(storage::claim_update_errors(old, new)),
+        ("events.k8s.io", "events") => errs.extend(event::update_errors(new, old)),
         ("storage.k8s.io", "storageclasses") => {
             errs.extend(storage::class_update_errors(old, new));
         }

@@ -83,7 +83,7 @@ impl Watcher {
 
     /// The line for one event, if this watcher sees it.
     fn translate(&mut self, ev: &Event) -> Option<Bytes> {
-        if ev.res != self.res.key() {
+        if ev.res != self.res.storage_key() {
             return None;
         }
         let now = self.filter.matches(&ev.obj.attrs);
@@ -183,7 +183,7 @@ pub(crate) fn serve(
     let (initial, from, sub) = {
         let st = shared.lock();
         if synthetic {
-            let objs = st.list(&w.res.key(), w.filter.namespace());
+            let objs = st.list(&w.res.storage_key(), w.filter.namespace());
             (objs, st.rv, st.subscribe(st.rv))
         } else {
             let from: u64 = rv.unwrap_or_default().parse().map_err(|_| {

@@ -175,8 +175,8 @@ pub(crate) fn check_identity(req: &Req<'_>, body: &mut Value) -> ApiResult<()> {
         ));
     }
     // An object converted from the requested version is in the stored one.
-    let converted = crate::convert::needed(req.res, req.version)
-        && av == req.res.api_version(&req.res.versions[0]);
+    let converted =
+        crate::convert::needed(req.res, req.version) && av == req.res.stored_api_version();
     if kind != req.res.kind || (av != want_av && !converted) {
         return Err(ApiError::bad_request(format!(
             "the API version in the data ({av}) does not match the expected API version ({want_av}) or the kind ({kind}) is not {}",
@@ -206,11 +206,9 @@ pub(crate) fn check_identity(req: &Req<'_>, body: &mut Value) -> ApiResult<()> {
 /// out. Custom resources keep what was written.
 fn omit_empty(req: &Req<'_>, obj: &mut Value) {
     if req.res.builtin {
-        let api_version = match req.res.group.as_str() {
-            "" => req.version.to_owned(),
-            g => format!("{g}/{}", req.version),
-        };
-        crate::proto::omit_empty(&api_version, &req.res.kind, obj);
+        // The object is in its stored form by now (an `autoscaling/v1`
+        // HPA is a v2 one, an `events.k8s.io` Event a core one).
+        crate::proto::omit_empty(&req.res.stored_api_version(), &req.res.kind, obj);
     }
 }
 
@@ -408,7 +406,7 @@ pub(crate) fn create(
         let prefix: String = generate.chars().take(58).collect();
         name = format!("{prefix}{}", object::name_suffix());
         for _ in 0..8 {
-            if st.get(&req.res.key(), req.ns, &name).is_none() {
+            if st.get(&req.res.storage_key(), req.ns, &name).is_none() {
                 break;
             }
             name = format!("{prefix}{}", object::name_suffix());
@@ -442,7 +440,7 @@ pub(crate) fn create(
         &generate
     };
     let admitted = admission::validate(st, req, &review, None, &obj, shown)?;
-    if st.get(&req.res.key(), req.ns, &name).is_some() {
+    if st.get(&req.res.storage_key(), req.ns, &name).is_some() {
         return Err(ApiError::already_exists(req.target(&name)));
     }
     {
@@ -465,7 +463,7 @@ pub(crate) fn create(
     prepare_create(req, &review, &mut obj);
     if req.dry_run {
         return Ok(Written {
-            obj: Arc::new(Obj::new(&req.res.key(), st.rv, &obj)),
+            obj: Arc::new(Obj::new(&req.res.storage_key(), st.rv, &obj)),
             ack: None,
             gone: false,
         });
@@ -685,7 +683,7 @@ pub(crate) fn commit_update(
     let gone = deleting && object::finalizers(&new).is_empty() && deletion_grace(&new) == 0;
     if req.dry_run {
         return Ok(Written {
-            obj: Arc::new(Obj::new(&req.res.key(), old.obj.rv, &new)),
+            obj: Arc::new(Obj::new(&req.res.storage_key(), old.obj.rv, &new)),
             ack: None,
             gone,
         });
@@ -706,7 +704,7 @@ pub(crate) fn commit_update(
 
 /// Deletes a CRD with all its custom resources.
 fn remove_crd(st: &mut State, req: &Req<'_>, name: &str) -> Written {
-    if let Some(crd) = st.get(&req.res.key(), req.ns, name)
+    if let Some(crd) = st.get(&req.res.storage_key(), req.ns, name)
         && let Ok(r) = resources::from_crd(&crd.value())
     {
         let key = r.key();
@@ -716,7 +714,7 @@ fn remove_crd(st: &mut State, req: &Req<'_>, name: &str) -> Written {
         st.registry.remove(&key);
         st.follow_up(FollowUp::ServedApisChanged);
     }
-    let (o, ack) = st.write(&req.res.key(), req.ns, name, None);
+    let (o, ack) = st.write(&req.res.storage_key(), req.ns, name, None);
     Written {
         obj: o,
         ack: Some(ack),
@@ -732,7 +730,7 @@ pub(crate) fn delete(
     opts: &DeleteOptions,
 ) -> ApiResult<Written> {
     let old = st
-        .get(&req.res.key(), req.ns, name)
+        .get(&req.res.storage_key(), req.ns, name)
         .ok_or_else(|| ApiError::not_found(req.target(name)))?;
     if let Some(uid) = &opts.uid
         && **uid != *old.attrs.uid
@@ -808,7 +806,7 @@ pub(crate) fn delete(
         if req.res.group == "apiextensions.k8s.io" {
             return Ok(remove_crd(st, req, name));
         }
-        let (o, ack) = st.write(&req.res.key(), req.ns, name, None);
+        let (o, ack) = st.write(&req.res.storage_key(), req.ns, name, None);
         return Ok(Written {
             obj: o,
             ack: Some(ack),
@@ -828,12 +826,12 @@ pub(crate) fn delete(
     }
     if req.dry_run {
         return Ok(Written {
-            obj: Arc::new(Obj::new(&req.res.key(), old.rv, &new)),
+            obj: Arc::new(Obj::new(&req.res.storage_key(), old.rv, &new)),
             ack: None,
             gone: false,
         });
     }
-    let (o, ack) = st.write(&req.res.key(), req.ns, name, Some(new));
+    let (o, ack) = st.write(&req.res.storage_key(), req.ns, name, Some(new));
     Ok(Written {
         obj: o,
         ack: Some(ack),

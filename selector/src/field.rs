@@ -74,6 +74,19 @@ impl FieldSelector {
         })
     }
 
+    /// The same selector with each field renamed by `rename` where it
+    /// answers (a server's field label conversion: `events.k8s.io`'s
+    /// `regarding.name` is core's `involvedObject.name`).
+    pub fn renamed(mut self, rename: impl Fn(&str) -> Option<&'static str>) -> Self {
+        for r in &mut self.requirements {
+            if let Some(to) = rename(&r.field) {
+                r.field = to.to_owned();
+            }
+        }
+        self.requirements.sort_by(|a, b| a.field.cmp(&b.field));
+        self
+    }
+
     /// The value an `=` clause pins `field` to, if any.
     pub fn pinned_value(&self, field: &str) -> Option<&str> {
         self.requirements
@@ -236,6 +249,15 @@ mod tests {
             let parsed = FieldSelector::parse(sel).unwrap();
             assert_eq!(parsed.matches(fields(&obj)), want, "{sel}");
         }
+    }
+
+    #[test]
+    fn renamed_fields_keep_their_values_and_operators() {
+        let sel = FieldSelector::parse("regarding.name=web,type!=Normal").unwrap();
+        let core = sel.renamed(|f| (f == "regarding.name").then_some("involvedObject.name"));
+        assert_eq!(core.to_string(), "involvedObject.name=web,type!=Normal");
+        let event = [("involvedObject.name", "web"), ("type", "Warning")];
+        assert!(core.matches(fields(&event)));
     }
 
     #[test]

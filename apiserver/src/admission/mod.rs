@@ -484,7 +484,7 @@ impl Admitted {
             {
                 set_quota_status(st, req, obj);
             }
-            st.write(&req.res.key(), req.ns, name, obj)
+            st.write(&req.res.storage_key(), req.ns, name, obj)
         })
     }
 }

@@ -54,27 +54,63 @@ fn node_address(v: &Value, typ: &str) -> Value {
     or_none(&a)
 }
 
-fn event_object(v: &Value, r: &str) -> Value {
-    let o = &v[r];
-    json!(format!(
-        "{}/{}",
-        s(&o["kind"]).to_lowercase(),
-        s(&o["name"])
-    ))
+/// The object an Event is about, `kind/name` (the kind alone without a name).
+fn event_object(v: &Value) -> Value {
+    let o = &v["involvedObject"];
+    let kind = s(&o["kind"]).to_lowercase();
+    match s(&o["name"]) {
+        "" => json!(kind),
+        name => json!(format!("{kind}/{name}")),
+    }
 }
 
-fn event_last_seen(v: &Value) -> Value {
-    for t in [
-        &v["lastTimestamp"],
-        &v["eventTime"],
-        &v["deprecatedLastTimestamp"],
-        &v["series"]["lastObservedTime"],
-    ] {
-        if t.is_string() {
-            return since(t);
-        }
+/// When an Event was first seen: its `firstTimestamp`, else its
+/// `eventTime` (an event recorded through events.k8s.io has only that).
+fn event_first_seen(v: &Value) -> Value {
+    if v["firstTimestamp"].is_string() {
+        since(&v["firstTimestamp"])
+    } else {
+        since(&v["eventTime"])
     }
-    age(v)
+}
+
+/// When an Event was last seen: its series' last observation, else its
+/// `lastTimestamp`, else when it was first seen (kube's `printEvent`).
+fn event_last_seen(v: &Value) -> Value {
+    if v["series"].is_object() {
+        since(&v["series"]["lastObservedTime"])
+    } else if v["lastTimestamp"].is_string() {
+        since(&v["lastTimestamp"])
+    } else {
+        event_first_seen(v)
+    }
+}
+
+/// How often an Event happened: its series' count, else its `count`, and 1
+/// for a singleton (which events.k8s.io records without a count).
+fn event_count(v: &Value) -> Value {
+    if v["series"].is_object() {
+        json!(v["series"]["count"].as_i64().unwrap_or(0))
+    } else {
+        json!(v["count"].as_i64().filter(|c| *c != 0).unwrap_or(1))
+    }
+}
+
+/// Who recorded an Event, as kube prints it: the component (else the
+/// reporting controller), then `, ` and the host (else the reporting
+/// instance) when there is one.
+fn event_source(v: &Value) -> Value {
+    fn first<'a>(a: &'a Value, b: &'a Value) -> &'a str {
+        let a = s(a);
+        if a.is_empty() { s(b) } else { a }
+    }
+    let component = first(&v["source"]["component"], &v["reportingComponent"]);
+    let instance = first(&v["source"]["host"], &v["reportingInstance"]);
+    if instance.is_empty() {
+        json!(component)
+    } else {
+        json!(format!("{component}, {instance}"))
+    }
 }
 
 fn csr_condition(v: &Value) -> Value {
@@ -140,30 +176,18 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
             }),
             col("Age", age),
         ],
-        ("", "events") => vec![
+        // Both groups' Events are stored in the core form (`convert.rs`),
+        // and kube prints them alike.
+        ("", "events") | ("events.k8s.io", "events") => vec![
             col("Last Seen", event_last_seen),
             col("Type", |v| json!(s(&v["type"]))),
             col("Reason", |v| json!(s(&v["reason"]))),
-            col("Object", |v| event_object(v, "involvedObject")),
+            col("Object", event_object),
             wide("Subobject", |v| json!(s(&v["involvedObject"]["fieldPath"]))),
-            wide("Source", |v| json!(s(&v["source"]["component"]))),
+            wide("Source", event_source),
             col("Message", |v| json!(s(&v["message"]).trim())),
-            wide("First Seen", |v| since(&v["firstTimestamp"])),
-            wide("Count", |v| json!(v["count"].as_i64().unwrap_or(1))),
-            wide("Name", name),
-        ],
-        ("events.k8s.io", "events") => vec![
-            col("Last Seen", event_last_seen),
-            col("Type", |v| json!(s(&v["type"]))),
-            col("Reason", |v| json!(s(&v["reason"]))),
-            col("Object", |v| event_object(v, "regarding")),
-            wide("Subobject", |v| json!(s(&v["regarding"]["fieldPath"]))),
-            wide("Source", |v| json!(s(&v["reportingController"]))),
-            col("Message", |v| json!(s(&v["note"]).trim())),
-            wide("First Seen", |v| since(&v["deprecatedFirstTimestamp"])),
-            wide("Count", |v| {
-                json!(v["series"]["count"].as_i64().unwrap_or(1))
-            }),
+            wide("First Seen", event_first_seen),
+            wide("Count", event_count),
             wide("Name", name),
         ],
         ("", "limitranges")

@@ -205,6 +205,37 @@ mod tests {
         let ev = json!({"type": "Normal", "reason": "Scheduled", "message": "ok ", "involvedObject": {"kind": "Pod", "name": "p"}});
         assert_eq!(row("", "events", &ev)[0].0, "Last Seen");
         assert_eq!(cell("", "events", &ev, "Object"), "pod/p");
+        assert_eq!(cell("", "events", &ev, "Count"), 1);
+        assert_eq!(cell("", "events", &ev, "First Seen"), "<unknown>");
+        // kube's `formatEventSource`: the component (else the reporting
+        // controller), and the host (else the reporting instance).
+        for (event, want) in [
+            (
+                json!({"source": {"component": "kubelet", "host": "n1"}}),
+                "kubelet, n1",
+            ),
+            (
+                json!({"source": {"component": "replicaset-controller"}}),
+                "replicaset-controller",
+            ),
+            (
+                json!({"reportingComponent": "default-scheduler", "reportingInstance": "s-1"}),
+                "default-scheduler, s-1",
+            ),
+        ] {
+            assert_eq!(cell("", "events", &event, "Source"), want, "{event}");
+        }
+        // An events.k8s.io event (stored as a core one): no timestamps or
+        // count but its series'.
+        let series = json!({"involvedObject": {"kind": "Node"}, "eventTime": "2026-01-01T00:00:00.000000Z",
+            "series": {"count": 4, "lastObservedTime": "2026-01-01T00:00:09.000000Z"}});
+        assert_eq!(
+            row("events.k8s.io", "events", &series),
+            row("", "events", &series)
+        );
+        assert_eq!(cell("", "events", &series, "Count"), 4);
+        assert_eq!(cell("", "events", &series, "Object"), "node");
+        assert_ne!(cell("", "events", &series, "First Seen"), "<unknown>");
         let api = json!({"metadata": {"name": "v1.apps"}, "status": {"conditions": [{"type": "Available", "status": "True"}]}});
         assert_eq!(
             cell("apiregistration.k8s.io", "apiservices", &api, "Service"),
