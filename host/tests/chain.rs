@@ -95,6 +95,28 @@ fn a_deployment_schedules_rolls_out_and_rolls_back() {
         }
         Ok(())
     });
+    // `kubectl describe` finds a pod's events by its uid: the kubelet's,
+    // recorded while it reconciles the pod's node, must carry it too.
+    let first = pods(&c, "shop", "app=web")[0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    c.eventually(
+        "describe shows the scheduler's and the kubelet's events",
+        WAIT,
+        || {
+            let text = c.ok(&["describe", "pod", &first, "-n", "shop"], None);
+            let events = text.split("Events:").nth(1).unwrap_or_default();
+            if ["Scheduled", "Pulled", "Created", "Started"]
+                .iter()
+                .all(|reason| events.contains(reason))
+            {
+                Ok(())
+            } else {
+                Err(events.to_owned())
+            }
+        },
+    );
     let status = c.json(&["deploy", "web", "-n", "shop"])["status"].clone();
     assert_eq!(status["availableReplicas"], 3, "{status}");
     assert_eq!(

@@ -13,7 +13,7 @@ use super::Writer;
 use super::correlate::{Recorded, Send, Source};
 use crate::contract::{Event, EventType, Manifest};
 use crate::discovery::segment;
-use crate::model::{CachedObject, ObjectRef};
+use crate::model::{CacheReader, CachedObject, ObjectRef};
 
 impl Writer {
     /// Records a Warning event on `key` for a failed reconcile, so that
@@ -31,27 +31,40 @@ impl Writer {
             message,
             regarding: None,
         };
-        self.record(manifest, key, primary, std::slice::from_ref(&event))
+        self.record(manifest, key, primary, None, std::slice::from_ref(&event))
             .await;
     }
 
     /// Records the events of one outcome about `key` (or the objects they
     /// name), as the correlator decides, each request at once; failures are
     /// logged, never returned.
+    ///
+    /// An event names its object's uid, as client-go's recorder does, when
+    /// the object is the primary or is in one of the plugin's caches
+    /// (`live`): `kubectl describe` finds an object's events by uid, and
+    /// shows none of those that lack it (a kubelet's `Started` about a pod
+    /// it reconciles under its node, say).
     pub(super) async fn record(
         &self,
         manifest: &Manifest,
         key: &ObjectRef,
         primary: Option<&CachedObject>,
+        live: Option<&dyn CacheReader>,
         events: &[Event],
     ) {
         if events.is_empty() {
             return;
         }
-        let uid = primary.map(|p| p.uid().to_owned());
+        let primary_uid = primary.map(|p| p.uid().to_owned());
         let proposed = events.iter().map(|event| {
             let regarding = event.regarding.clone().unwrap_or_else(|| key.clone());
-            let uid = (regarding == *key).then(|| uid.clone()).flatten();
+            let uid = if regarding == *key {
+                primary_uid.clone()
+            } else {
+                live.and_then(|l| l.get_object(&regarding))
+                    .map(|o| o.uid().to_owned())
+            }
+            .filter(|uid| !uid.is_empty());
             let source = Source {
                 plugin: manifest.name.clone(),
                 regarding,

@@ -382,7 +382,7 @@ impl Writer {
             }
         }
 
-        self.record(t.manifest, t.key, t.primary, &outcome.events)
+        self.record(t.manifest, t.key, t.primary, Some(t.live), &outcome.events)
             .await;
         Ok(())
     }
