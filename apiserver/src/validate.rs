@@ -313,7 +313,7 @@ fn selector_errors(spec: &Value, errs: &mut Vec<(String, String)>) {
 /// match (the server generates both unless `spec.manualSelector`), a
 /// restart policy of `OnFailure` or `Never`, a known completion mode
 /// (`Indexed` with `completions`), counts that are not negative, and its
-/// failure handling (`job.rs`).
+/// policies (`job.rs`).
 fn job_errors(obj: &Value, errs: &mut Vec<(String, String)>) {
     let spec = &obj["spec"];
     selector_errors(spec, errs);
@@ -364,7 +364,7 @@ fn job_errors(obj: &Value, errs: &mut Vec<(String, String)>) {
             ));
         }
     }
-    job::failure_errors(spec, errs);
+    job::errors(spec, errs);
 }
 
 /// The StatefulSet spec fields an update may change, and kube's words for
@@ -436,6 +436,7 @@ pub(crate) fn update_errors(
                 &new["spec"]["template"],
                 &mut errs,
             );
+            job::update_errors(&old["spec"], &new["spec"], &mut errs);
         }
         ("", "persistentvolumeclaims") => errs.extend(storage::claim_update_errors(old, new)),
         ("events.k8s.io", "events") => errs.extend(event::update_errors(new, old)),

@@ -1079,3 +1079,58 @@ async fn cronjobs_are_held_to_kubes_rules() {
     assert_eq!(code, 201, "{s}");
     assert_eq!(s["spec"]["timeZone"], "Europe/Paris");
 }
+
+/// A Job's `successPolicy` and `managedBy` are held to kube's rules over
+/// HTTP: a bad policy is one 422 with every cause, and neither field may
+/// change once the Job is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_success_policies_and_managers_are_held_to_kubes_rules() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new())
+        .await
+        .unwrap();
+    let http = Http::new(server.addr());
+    let job = |name: &str, extra: Value| {
+        let mut j = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"completionMode": "Indexed", "completions": 3,
+                "template": {"spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox"}]}}}});
+        for (k, v) in extra.as_object().unwrap() {
+            j["spec"][k] = v.clone();
+        }
+        j
+    };
+    let path = "/apis/batch/v1/namespaces/default/jobs";
+    let bad = job(
+        "bad",
+        json!({"managedBy": "queue", "successPolicy": {"rules": [
+            {"succeededIndexes": "0-3", "succeededCount": 1}, {}]}}),
+    );
+    let (code, s) = http.post(path, &bad).await;
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(
+        s["message"],
+        "Job.batch \"bad\" is invalid: [spec.managedBy: Invalid value: \"queue\": must be a domain-prefixed path (such as \"acme.io/foo\"), spec.successPolicy.rules[0].succeededIndexes: Invalid value: \"0-3\": error parsing succeededIndexes: too large index: \"3\", spec.successPolicy.rules[0].succeededCount: Invalid value: 1: must be less than or equal to 0 (the number of indexes in the specified succeededIndexes field), spec.successPolicy.rules[1]: Required value: at least one of succeededCount or succeededIndexes must be specified]"
+    );
+
+    let good = job(
+        "good",
+        json!({"managedBy": "example.com/queue",
+               "successPolicy": {"rules": [{"succeededIndexes": "0-2", "succeededCount": 2}]}}),
+    );
+    let (code, s) = http.post(path, &good).await;
+    assert_eq!(code, 201, "{s}");
+    assert_eq!(s["spec"]["managedBy"], "example.com/queue");
+    assert_eq!(s["spec"]["successPolicy"]["rules"][0]["succeededCount"], 2);
+    let (code, s) = http
+        .merge_patch(
+            &format!("{path}/good"),
+            &json!({"spec": {"managedBy": "kubernetes.io/job-controller",
+                             "successPolicy": null}}),
+        )
+        .await;
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(
+        s["message"],
+        "Job.batch \"good\" is invalid: [spec.managedBy: Invalid value: \"kubernetes.io/job-controller\": field is immutable, spec.successPolicy: Invalid value: null: field is immutable]"
+    );
+}

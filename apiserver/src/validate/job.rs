@@ -1,14 +1,19 @@
-//! A Job's failure handling, in kube's words: `podFailurePolicy` (its
-//! rules, their actions, exit codes and pod condition patterns),
-//! `backoffLimitPerIndex` and `maxFailedIndexes`, and
-//! `podReplacementPolicy` (upstream's `validatePodFailurePolicy`, the
-//! per-index checks of `validateJobSpec`, `validatePodReplacementPolicy`).
+//! A Job's policies, in kube's words: `podFailurePolicy` (its rules, their
+//! actions, exit codes and pod condition patterns), `backoffLimitPerIndex`
+//! and `maxFailedIndexes`, `podReplacementPolicy`, `successPolicy` and
+//! `managedBy` (upstream's `validatePodFailurePolicy`, the per-index and
+//! `managedBy` checks of `validateJobSpec`, `validatePodReplacementPolicy`,
+//! `validateSuccessPolicy`), and the two that may not change on update.
 
 use serde_json::Value;
 
 type Errors = Vec<(String, String)>;
 
 const MAX_RULES: usize = 20;
+const MAX_SUCCESS_RULES: usize = 20;
+/// The longest `succeededIndexes`, in bytes.
+const MAX_SUCCEEDED_INDEXES: usize = 64 * 1024;
+const MAX_MANAGED_BY: usize = 63;
 const MAX_EXIT_CODES: usize = 255;
 const MAX_CONDITION_PATTERNS: usize = 20;
 /// Above this many completions, limits per index need `maxFailedIndexes`.
@@ -21,13 +26,33 @@ const OPERATORS: [&str; 2] = ["In", "NotIn"];
 const STATUSES: [&str; 3] = ["False", "True", "Unknown"];
 const REPLACEMENT_POLICIES: [&str; 2] = ["Failed", "TerminatingOrFailed"];
 
-/// Checks the failure-handling fields of the Job spec `spec`.
-pub(super) fn failure_errors(spec: &Value, errs: &mut Errors) {
+/// Checks the policies of the Job spec `spec`, in upstream's order.
+pub(super) fn errors(spec: &Value, errs: &mut Errors) {
+    managed_by_errors(spec, errs);
     per_index_errors(spec, errs);
     if let Some(policy) = present(spec, "podFailurePolicy") {
         policy_errors(spec, policy, errs);
     }
+    if let Some(policy) = present(spec, "successPolicy") {
+        success_policy_errors(spec, policy, errs);
+    }
     replacement_errors(spec, errs);
+}
+
+/// What an update of the Job spec `old` to `new` may not change among the
+/// policies: `managedBy` and `successPolicy` (upstream's
+/// `ValidateJobSpecUpdate`; the value is printed as JSON where kube prints
+/// a Go struct).
+pub(super) fn update_errors(old: &Value, new: &Value, errs: &mut Errors) {
+    for field in ["managedBy", "successPolicy"] {
+        let (a, b) = (&old[field], &new[field]);
+        if a != b {
+            errs.push((
+                format!("spec.{field}"),
+                format!("Invalid value: {b}: field is immutable"),
+            ));
+        }
+    }
 }
 
 fn present<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
@@ -135,6 +160,205 @@ fn high_completions_errors(spec: &Value, max_failed: Option<i64>, errs: &mut Err
             ),
         ));
     }
+}
+
+/// `managedBy`: a domain-prefixed path (`IsDomainPrefixedPath`) of at most
+/// 63 characters.
+fn managed_by_errors(spec: &Value, errs: &mut Errors) {
+    let Some(v) = present(spec, "managedBy") else {
+        return;
+    };
+    let path = "spec.managedBy";
+    let value = v.as_str().unwrap_or_default();
+    if value.is_empty() {
+        errs.push((path.into(), "Required value".into()));
+        return;
+    }
+    let mut invalid = |shown: &str, detail: &str| {
+        errs.push((path.into(), format!("Invalid value: {shown:?}: {detail}")));
+    };
+    match value.split_once('/') {
+        Some((host, rest)) if !host.is_empty() && !rest.is_empty() => {
+            if host.len() > 253 {
+                invalid(host, "must be no more than 253 characters");
+            }
+            if !subdomain_shaped(host) {
+                invalid(host, super::SUBDOMAIN_MSG);
+            }
+            if !rest.bytes().all(is_path_byte) {
+                invalid(
+                    rest,
+                    &format!("Invalid path (regex used for validation is '{HTTP_PATH}')"),
+                );
+            }
+        }
+        _ => invalid(
+            value,
+            "must be a domain-prefixed path (such as \"acme.io/foo\")",
+        ),
+    }
+    if value.len() > MAX_MANAGED_BY {
+        errs.push((
+            path.into(),
+            format!("Too long: may not be more than {MAX_MANAGED_BY} bytes"),
+        ));
+    }
+}
+
+/// The characters of an HTTP path (RFC 3986), as kube's regex lists them.
+const HTTP_PATH: &str = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+";
+
+fn is_path_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"/-._~%!$&'()*+,;=:".contains(&b)
+}
+
+/// kube's subdomain regex, without its length limits (checked apart):
+/// dot-separated runs of `[a-z0-9-]` that start and end alphanumeric.
+fn subdomain_shaped(s: &str) -> bool {
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    s.split('.').all(|label| {
+        let b = label.as_bytes();
+        !b.is_empty()
+            && alnum(b[0])
+            && alnum(b[b.len() - 1])
+            && b.iter().all(|&c| alnum(c) || c == b'-')
+    })
+}
+
+/// The success policy: Indexed Jobs only, 1 to 20 rules, each with
+/// `succeededIndexes` and/or `succeededCount` within the completions.
+fn success_policy_errors(spec: &Value, policy: &Value, errs: &mut Errors) {
+    let path = "spec.successPolicy";
+    if spec["completionMode"].as_str() != Some("Indexed") {
+        errs.push((
+            path.into(),
+            format!("Invalid value: {policy}: requires indexed completion mode"),
+        ));
+        return;
+    }
+    let rules = policy["rules"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let rules_path = format!("{path}.rules");
+    if rules.is_empty() {
+        errs.push((
+            rules_path.clone(),
+            "Required value: at least one rules must be specified when the successPolicy is specified".into(),
+        ));
+    }
+    if rules.len() > MAX_SUCCESS_RULES {
+        errs.push((rules_path.clone(), too_many(rules.len(), MAX_SUCCESS_RULES)));
+    }
+    // Without completions (refused on its own), nothing to hold them to.
+    let Some(completions) = spec["completions"].as_i64() else {
+        return;
+    };
+    for (i, rule) in rules.iter().enumerate() {
+        success_rule_errors(rule, &format!("{rules_path}[{i}]"), completions, errs);
+    }
+}
+
+fn success_rule_errors(rule: &Value, path: &str, completions: i64, errs: &mut Errors) {
+    let indexes = present(rule, "succeededIndexes");
+    let count = present(rule, "succeededCount");
+    if indexes.is_none() && count.is_none() {
+        errs.push((
+            path.into(),
+            "Required value: at least one of succeededCount or succeededIndexes must be specified"
+                .into(),
+        ));
+    }
+    let mut total = 0;
+    if let Some(v) = indexes {
+        let indexes_path = format!("{path}.succeededIndexes");
+        let text = v.as_str().unwrap_or_default();
+        if text.len() > MAX_SUCCEEDED_INDEXES {
+            errs.push((
+                indexes_path.clone(),
+                format!("Too long: may not be more than {MAX_SUCCEEDED_INDEXES} bytes"),
+            ));
+        }
+        match indexes_total(text, completions) {
+            Ok(n) => total = n,
+            Err(why) => errs.push((
+                indexes_path,
+                format!("Invalid value: {text:?}: error parsing succeededIndexes: {why}"),
+            )),
+        }
+    }
+    if let Some(v) = count {
+        let count_path = format!("{path}.succeededCount");
+        let n = v.as_i64().unwrap_or_default();
+        let mut invalid = |detail: String| {
+            errs.push((count_path.clone(), format!("Invalid value: {n}: {detail}")));
+        };
+        if n < 0 {
+            invalid("must be greater than or equal to 0".into());
+        }
+        if n > completions {
+            invalid(format!(
+                "must be less than or equal to {completions} (the number of specified completions)"
+            ));
+        }
+        if indexes.is_some() && n > total {
+            invalid(format!(
+                "must be less than or equal to {total} (the number of indexes in the specified succeededIndexes field)"
+            ));
+        }
+    }
+}
+
+/// How many indexes an interval list ("0,2-4") names, each below
+/// `completions`, in increasing order; or why it does not read, in
+/// upstream's words (`validateIndexesFormat`).
+fn indexes_total(text: &str, completions: i64) -> Result<i64, String> {
+    if text.is_empty() {
+        return Ok(0);
+    }
+    let mut last: Option<i64> = None;
+    let mut total = 0;
+    for interval in text.split(',') {
+        let (first, end) = index_interval(interval, completions)?;
+        if let Some(previous) = last.filter(|&l| l >= first) {
+            return Err(format!(
+                "non-increasing order, previous: {previous}, current: {first}"
+            ));
+        }
+        total += end - first + 1;
+        last = Some(end);
+    }
+    Ok(total)
+}
+
+/// One interval, "3" or "3-5", as upstream's `parseIndexInterval` reads it.
+fn index_interval(interval: &str, completions: i64) -> Result<(i64, i64), String> {
+    let limits: Vec<&str> = interval.split('-').collect();
+    if limits.len() > 2 {
+        return Err(format!(
+            "the fragment {interval:?} violates the requirement that an index interval can have at most two parts separated by '-'"
+        ));
+    }
+    let index = |text: &str| -> Result<i64, String> {
+        let n: i64 = text
+            .parse()
+            .map_err(|_| format!("cannot convert string to integer for index: {text:?}"))?;
+        if n >= completions {
+            return Err(format!("too large index: {text:?}"));
+        }
+        Ok(n)
+    };
+    let first = index(limits[0])?;
+    let Some(&end) = limits.get(1) else {
+        return Ok((first, first));
+    };
+    let end = index(end)?;
+    if first >= end {
+        return Err(format!(
+            "non-increasing order, previous: {first}, current: {end}"
+        ));
+    }
+    Ok((first, end))
 }
 
 /// `podReplacementPolicy`: a known value, and `Failed` with a pod failure
@@ -570,5 +794,146 @@ mod tests {
         for (extra, want) in cases {
             assert_eq!(text(extra.clone()), want, "{extra}");
         }
+    }
+
+    fn indexed(extra: Value) -> Value {
+        with(json!({"completionMode": "Indexed"}), extra)
+    }
+
+    #[test]
+    fn success_policies_are_held_to_kubes_words() {
+        let policy = |rules: Value| indexed(json!({"successPolicy": {"rules": rules}}));
+        let r = "spec.successPolicy.rules[0]";
+        let cases: Vec<(Value, Vec<String>)> = vec![
+            (
+                policy(json!([{"succeededIndexes": "0,2-3", "succeededCount": 2},
+                              {"succeededCount": 4}, {"succeededIndexes": ""}])),
+                vec![],
+            ),
+            (
+                json!({"successPolicy": {"rules": [{"succeededCount": 1}]}}),
+                vec![
+                    r#"spec.successPolicy: Invalid value: {"rules":[{"succeededCount":1}]}: requires indexed completion mode"#.into(),
+                ],
+            ),
+            (
+                policy(json!([])),
+                vec!["spec.successPolicy.rules: Required value: at least one rules must be specified when the successPolicy is specified".into()],
+            ),
+            (
+                policy(json!(vec![json!({"succeededCount": 1}); 21])),
+                vec!["spec.successPolicy.rules: Too many: 21: must have at most 20 items".into()],
+            ),
+            (
+                policy(json!([{}])),
+                vec![format!("{r}: Required value: at least one of succeededCount or succeededIndexes must be specified")],
+            ),
+            (
+                policy(json!([{"succeededIndexes": "0,x"}])),
+                vec![format!(r#"{r}.succeededIndexes: Invalid value: "0,x": error parsing succeededIndexes: cannot convert string to integer for index: "x""#)],
+            ),
+            (
+                policy(json!([{"succeededIndexes": "1-2-3"}])),
+                vec![format!(r#"{r}.succeededIndexes: Invalid value: "1-2-3": error parsing succeededIndexes: the fragment "1-2-3" violates the requirement that an index interval can have at most two parts separated by '-'"#)],
+            ),
+            (
+                policy(json!([{"succeededIndexes": "0-4"}])),
+                vec![format!(r#"{r}.succeededIndexes: Invalid value: "0-4": error parsing succeededIndexes: too large index: "4""#)],
+            ),
+            (
+                policy(json!([{"succeededIndexes": "2,1"}])),
+                vec![format!(r#"{r}.succeededIndexes: Invalid value: "2,1": error parsing succeededIndexes: non-increasing order, previous: 2, current: 1"#)],
+            ),
+            (
+                policy(json!([{"succeededIndexes": "2-2"}])),
+                vec![format!(r#"{r}.succeededIndexes: Invalid value: "2-2": error parsing succeededIndexes: non-increasing order, previous: 2, current: 2"#)],
+            ),
+            (
+                policy(json!([{"succeededCount": 5}])),
+                vec![format!("{r}.succeededCount: Invalid value: 5: must be less than or equal to 4 (the number of specified completions)")],
+            ),
+            (
+                policy(json!([{"succeededIndexes": "0-1", "succeededCount": 3}])),
+                vec![format!("{r}.succeededCount: Invalid value: 3: must be less than or equal to 2 (the number of indexes in the specified succeededIndexes field)")],
+            ),
+            (
+                policy(json!([{"succeededCount": -1}])),
+                vec![format!("{r}.succeededCount: Invalid value: -1: must be greater than or equal to 0")],
+            ),
+            // Indexes that do not read count as none.
+            (
+                policy(json!([{"succeededIndexes": "-1", "succeededCount": 1}])),
+                vec![
+                    format!(r#"{r}.succeededIndexes: Invalid value: "-1": error parsing succeededIndexes: cannot convert string to integer for index: """#),
+                    format!("{r}.succeededCount: Invalid value: 1: must be less than or equal to 0 (the number of indexes in the specified succeededIndexes field)"),
+                ],
+            ),
+        ];
+        for (extra, want) in cases {
+            assert_eq!(text(extra.clone()), want, "{extra}");
+        }
+    }
+
+    #[test]
+    fn managed_by_is_a_short_domain_prefixed_path() {
+        let long = format!("example.com/{}", "a".repeat(52));
+        let cases: Vec<(&str, Vec<String>)> = vec![
+            ("kubernetes.io/job-controller", vec![]),
+            ("example.com/queue/v1:main~1", vec![]),
+            ("", vec!["spec.managedBy: Required value".into()]),
+            (
+                "queue",
+                vec![r#"spec.managedBy: Invalid value: "queue": must be a domain-prefixed path (such as "acme.io/foo")"#.into()],
+            ),
+            (
+                "/queue",
+                vec![r#"spec.managedBy: Invalid value: "/queue": must be a domain-prefixed path (such as "acme.io/foo")"#.into()],
+            ),
+            (
+                "Example.com/queue",
+                vec![format!(r#"spec.managedBy: Invalid value: "Example.com": {}"#, super::super::SUBDOMAIN_MSG)],
+            ),
+            (
+                "example.com/a queue",
+                vec![r#"spec.managedBy: Invalid value: "a queue": Invalid path (regex used for validation is '[A-Za-z0-9/\-._~%!$&'()*+,;=:]+')"#.into()],
+            ),
+            (&long, vec!["spec.managedBy: Too long: may not be more than 63 bytes".into()]),
+        ];
+        for (managed_by, want) in cases {
+            assert_eq!(text(json!({"managedBy": managed_by})), want, "{managed_by}");
+        }
+    }
+
+    #[test]
+    fn managed_by_and_the_success_policy_may_not_change() {
+        let job = |spec: Value| json!({"spec": spec});
+        let rules = json!({"rules": [{"succeededCount": 1}]});
+        let old = job(json!({"managedBy": "example.com/queue", "successPolicy": rules}));
+        let errs = |new: &Value| -> Vec<String> {
+            super::super::update_errors("batch", "jobs", &old, new)
+                .iter()
+                .map(|(f, m)| format!("{f}: {m}"))
+                .collect()
+        };
+        assert_eq!(errs(&old), Vec::<String>::new());
+        assert_eq!(
+            errs(&job(
+                json!({"managedBy": "example.com/other", "successPolicy": rules})
+            )),
+            [r#"spec.managedBy: Invalid value: "example.com/other": field is immutable"#]
+        );
+        assert_eq!(
+            errs(&job(json!({"managedBy": "example.com/queue"}))),
+            ["spec.successPolicy: Invalid value: null: field is immutable"]
+        );
+        assert_eq!(
+            errs(&job(
+                json!({"successPolicy": {"rules": [{"succeededCount": 2}]}})
+            )),
+            [
+                "spec.managedBy: Invalid value: null: field is immutable",
+                r#"spec.successPolicy: Invalid value: {"rules":[{"succeededCount":2}]}: field is immutable"#,
+            ]
+        );
     }
 }

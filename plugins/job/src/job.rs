@@ -8,6 +8,18 @@ use serde_json::Value;
 use windlass_sdk::{Error, Object, Time};
 
 use crate::policy::Policy;
+use crate::success::SuccessPolicy;
+
+/// The `spec.managedBy` of Jobs this controller runs (as upstream's, the
+/// default when the field is not set).
+pub(crate) const JOB_CONTROLLER: &str = "kubernetes.io/job-controller";
+
+/// The controller named in `spec.managedBy` when it is another than this
+/// one: such a Job is left to it, as upstream's job controller leaves it.
+pub(crate) fn managed_elsewhere(job: &Object) -> Option<&str> {
+    job.get_str("spec.managedBy")
+        .filter(|m| *m != JOB_CONTROLLER)
+}
 
 /// The spec, with the API server's defaults where a field is missing.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +36,8 @@ pub(crate) struct Spec {
     pub max_failed_indexes: Option<u32>,
     /// `podFailurePolicy`, if any.
     pub policy: Option<Policy>,
+    /// `successPolicy` (Indexed Jobs), if any.
+    pub success_policy: Option<SuccessPolicy>,
     pub active_deadline: Option<Duration>,
     pub suspend: bool,
     pub ttl_after_finished: Option<Duration>,
@@ -108,6 +122,12 @@ fn seconds(job: &Object, field: &str) -> Result<Option<Duration>, Error> {
     }
 }
 
+/// `ttlSecondsAfterFinished`, read on its own for a Job another controller
+/// runs (the TTL-after-finished controller still deletes it once finished).
+pub(crate) fn ttl_after_finished(job: &Object) -> Result<Option<Duration>, Error> {
+    seconds(job, "ttlSecondsAfterFinished")
+}
+
 impl Spec {
     pub(crate) fn of(job: &Object) -> Result<Self, Error> {
         let parallelism = count(job, "parallelism", 1)?;
@@ -139,9 +159,13 @@ impl Spec {
                 .filter(|_| backoff_limit_per_index.is_some()),
             replace_only_failed: replacement == Some("Failed") || policy.is_some(),
             policy,
+            success_policy: match completions.filter(|_| indexed) {
+                Some(c) => SuccessPolicy::of(job, c)?,
+                None => None,
+            },
             active_deadline: seconds(job, "activeDeadlineSeconds")?,
             suspend: job.get_bool("spec.suspend") == Some(true),
-            ttl_after_finished: seconds(job, "ttlSecondsAfterFinished")?,
+            ttl_after_finished: ttl_after_finished(job)?,
             restarts_on_failure: job.get_str("spec.template.spec.restartPolicy")
                 == Some("OnFailure"),
         })

@@ -12,11 +12,24 @@
 //!   hostname `<job>-<index>`, `JOB_COMPLETION_INDEX`), and records the
 //!   indexes done in `completedIndexes`;
 //! - a failed pod is replaced after upstream's back-off (10 s, doubling,
-//!   at most 6 min, from when it ended); more than `backoffLimit` failed
-//!   pods (or, with `restartPolicy: OnFailure`, that many container
-//!   restarts) fail the Job with `BackoffLimitExceeded`, and
-//!   `activeDeadlineSeconds` with `DeadlineExceeded`; the pods left running
-//!   are deleted;
+//!   at most 6 min, from when the last failure ended, for the failures
+//!   since the last success); more than `backoffLimit` failed pods (or,
+//!   with `restartPolicy: OnFailure`, that many container restarts) fail
+//!   the Job with `BackoffLimitExceeded`, and `activeDeadlineSeconds` with
+//!   `DeadlineExceeded`;
+//! - a Job ends as upstream's does since its terminal conditions are
+//!   delayed: `FailureTarget` (or `SuccessCriteriaMet`) first, with the
+//!   failure's (or success's) reason and message, its running pods
+//!   deleted (a failing Job's counted as failed); `Failed` (or `Complete`,
+//!   with `completionTime`) with the same reason and message, and the
+//!   event, only once none of its pods is terminating;
+//! - `successPolicy` (`success.rs`, Indexed Jobs): the first rule the
+//!   succeeded indexes meet (`succeededIndexes` all done, or
+//!   `succeededCount` of them or of all) ends the Job with reason
+//!   `SuccessPolicy`, "Matched rules at index N", its lingering pods
+//!   deleted; a failure is looked at first;
+//! - `managedBy`: a Job another controller runs (any value but
+//!   `kubernetes.io/job-controller`) is left to it, but for its TTL;
 //! - `podFailurePolicy` (`policy.rs`): a failed pod is held to the rules in
 //!   order (`onExitCodes`, regular containers then init ones, exit code 0
 //!   never matching; `onPodConditions`, such as the `DisruptionTarget` of
@@ -62,22 +75,22 @@
 //! index's failure count is read from its failed pods that still exist
 //! (upstream holds the last one back with the finalizer until its
 //! replacement is made; here a failed pod deleted by hand before that
-//! takes its count with it). `FailureTarget` and `Failed` are set together,
-//! with the running pods' deletion, rather than `Failed` waiting for them
-//! to be gone. The back-off counts every failure the Job has seen, not
-//! only those since its last success. `successPolicy` and `managedBy` are
-//! not implemented.
+//! takes its count with it). The back-off is worked out from the pods
+//! that exist (upstream keeps a record in memory): failures since the
+//! latest success to end, or with no succeeded pod left, every failure the
+//! status counts.
 //!
 //! Files: `job.rs` (the spec and the recorded status), `pods.rs` (what a
 //! pod counts as, and new pods from the template), `policy.rs` (the pod
-//! failure policy), `per_index.rs` (limits per index), `backoff.rs` (the
-//! delay before a replacement).
+//! failure policy), `success.rs` (the success policy), `per_index.rs`
+//! (limits per index), `backoff.rs` (the delay before a replacement).
 
 mod backoff;
 mod job;
 mod per_index;
 mod pods;
 mod policy;
+mod success;
 
 use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
@@ -115,13 +128,23 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
     let Some(job) = req.live_object() else {
         return Ok(Outcome::new());
     };
-    let spec = Spec::of(job)?;
     let stored = Stored::of(job);
+    let now = req.now;
+    if job::managed_elsewhere(job).is_some() {
+        // Another controller runs it, as upstream's job controller leaves
+        // it; the TTL still deletes it once finished (upstream's
+        // TTL-after-finished controller does not look at `managedBy`).
+        let mut out = Outcome::new();
+        if let Some(finished) = stored.finished_at() {
+            out = expire(out, job, job::ttl_after_finished(job)?, finished, now);
+        }
+        return Ok(out);
+    }
+    let spec = Spec::of(job)?;
     let pods: Vec<Pod> = req
         .owned_of("v1", "Pod")
         .map(|p| Pod::of(p, spec.policy.as_ref()))
         .collect();
-    let now = req.now;
 
     if let Some(finished) = stored.finished_at() {
         return Ok(finished_job(job, &spec, &pods, finished, now));
@@ -139,8 +162,8 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
     run.outcome(job)
 }
 
-/// A finished Job: nothing more runs; pods still running (a failed Job's)
-/// are deleted, and the TTL, if it has one, deletes the Job.
+/// A finished Job: nothing more runs; pods still running are deleted, and
+/// the TTL, if it has one, deletes the Job.
 fn finished_job(
     job: &Object,
     spec: &Spec,
@@ -152,21 +175,86 @@ fn finished_job(
     for p in pods.iter().filter(|p| p.phase == Phase::Active) {
         out = out.delete(p.object_ref());
     }
-    if let Some(ttl) = spec.ttl_after_finished {
-        let at = finished.unwrap_or(now) + ttl;
-        if now >= at {
-            // As the TTL-after-finished controller: foreground, and only
-            // this Job (not one recreated under its name).
-            let mut options = DeleteOptions::new().propagation(Propagation::Foreground);
-            if let Some(uid) = job.uid() {
-                options = options.uid(uid);
-            }
-            out = out.delete_with(job.object_ref(), options);
-        } else {
-            out = out.requeue_after(now.until(at));
+    expire(out, job, spec.ttl_after_finished, finished, now)
+}
+
+/// The TTL-after-finished controller's work: a Job finished at `finished`
+/// with a TTL is deleted once it runs out, and looked at again then until
+/// it does.
+fn expire(
+    out: Outcome,
+    job: &Object,
+    ttl: Option<Duration>,
+    finished: Option<Time>,
+    now: Time,
+) -> Outcome {
+    let Some(ttl) = ttl else {
+        return out;
+    };
+    let at = finished.unwrap_or(now) + ttl;
+    if now < at {
+        return out.requeue_after(now.until(at));
+    }
+    // As the TTL-after-finished controller: foreground, and only this Job
+    // (not one recreated under its name).
+    let mut options = DeleteOptions::new().propagation(Propagation::Foreground);
+    if let Some(uid) = job.uid() {
+        options = options.uid(uid);
+    }
+    out.delete_with(job.object_ref(), options)
+}
+
+/// How a Job ends, as upstream since its terminal conditions are delayed:
+/// an interim condition (`SuccessCriteriaMet` or `FailureTarget`) first,
+/// then, once no pod of the Job is terminating, the final one (`Complete`
+/// or `Failed`) with the same reason and message.
+struct Ending {
+    success: bool,
+    reason: String,
+    message: String,
+}
+
+impl Ending {
+    fn success(reason: &str, message: impl Into<String>) -> Self {
+        Ending {
+            success: true,
+            reason: reason.to_owned(),
+            message: message.into(),
         }
     }
-    out
+
+    fn failure(reason: &str, message: impl Into<String>) -> Self {
+        Ending {
+            success: false,
+            reason: reason.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// The ending an earlier reconcile decided, if one did: its interim
+    /// condition is there (success first, as upstream looks).
+    fn decided(stored: &Stored) -> Option<Self> {
+        ["SuccessCriteriaMet", "FailureTarget"]
+            .into_iter()
+            .find_map(|type_| stored.condition(type_).filter(|c| c["status"] == "True"))
+            .map(|c| Ending {
+                success: c["type"] == "SuccessCriteriaMet",
+                reason: c["reason"].as_str().unwrap_or_default().to_owned(),
+                message: c["message"].as_str().unwrap_or_default().to_owned(),
+            })
+    }
+
+    fn interim(&self) -> &'static str {
+        if self.success {
+            "SuccessCriteriaMet"
+        } else {
+            "FailureTarget"
+        }
+    }
+
+    fn last(&self) -> &'static str {
+        if self.success { "Complete" } else { "Failed" }
+    }
 }
 
 /// One reconcile's decisions.
@@ -259,8 +347,38 @@ impl<'a> Run<'a> {
         self.deletes.extend(active);
     }
 
+    /// Ends the Job: its interim condition, the running pods deleted, and
+    /// once none of its pods is terminating the final condition (with
+    /// `completionTime` for `Complete`) and its event, as upstream's
+    /// `enactJobFinished` waits for them.
+    fn finish(&mut self, end: Ending) {
+        let stopping: Vec<&'a Pod> = self.active().collect();
+        if !end.success && !self.stored.holds(end.interim()) {
+            // Upstream counts the pods a failing Job stops as failed, once.
+            self.failed += stopping.len() as u32;
+        }
+        self.deletes.extend(stopping);
+        self.condition(end.interim(), "True", &end.reason, &end.message);
+        let terminating = self.pods.iter().any(|p| p.phase == Phase::Terminating);
+        if terminating || !self.deletes.is_empty() {
+            return;
+        }
+        self.condition(end.last(), "True", &end.reason, &end.message);
+        if end.success {
+            self.completion = Some(self.now);
+            self.events
+                .push(Event::normal("Completed", "Job completed"));
+        } else {
+            self.events.push(Event::warning(&end.reason, end.message));
+        }
+    }
+
     fn decide(&mut self, job: &Object) -> Result<(), Error> {
         let spec = self.spec;
+        if let Some(end) = Ending::decided(self.stored) {
+            self.finish(end);
+            return Ok(());
+        }
         // Suspended: nothing runs, and the clock stops.
         if spec.suspend {
             self.stop_all();
@@ -280,17 +398,19 @@ impl<'a> Run<'a> {
         let start = *self.start.get_or_insert(self.now);
 
         if let Some((reason, message)) = self.failure(start) {
-            self.stop_all();
-            // As upstream since the Job's terminal conditions went GA: the
-            // target first, then the end itself.
-            self.condition("FailureTarget", "True", reason, &message);
-            self.condition("Failed", "True", reason, &message);
-            self.completion = None;
-            self.events.push(Event::warning(reason, message));
+            self.finish(Ending::failure(reason, message));
             return Ok(());
         }
         if let Some(deadline) = spec.active_deadline {
             self.requeue_in(self.now.until(start + deadline));
+        }
+        if let Some(message) = spec
+            .success_policy
+            .as_ref()
+            .and_then(|p| p.matched(&self.completed))
+        {
+            self.finish(Ending::success("SuccessPolicy", message));
+            return Ok(());
         }
 
         let active: Vec<&'a Pod> = self.active().collect();
@@ -300,18 +420,10 @@ impl<'a> Run<'a> {
         };
         if done {
             // Upstream deletes what still runs once enough have succeeded.
-            self.stop_all();
-            for type_ in ["SuccessCriteriaMet", "Complete"] {
-                self.condition(
-                    type_,
-                    "True",
-                    "CompletionsReached",
-                    "Reached expected number of succeeded pods",
-                );
-            }
-            self.completion = Some(self.now);
-            self.events
-                .push(Event::normal("Completed", "Job completed"));
+            self.finish(Ending::success(
+                "CompletionsReached",
+                "Reached expected number of succeeded pods",
+            ));
             return Ok(());
         }
         if spec.indexed {
@@ -387,19 +499,33 @@ impl<'a> Run<'a> {
     }
 
     /// Whether replacements may be created now, after failures: upstream's
-    /// back-off from the last failed pod's end, for every failure (ignored
-    /// ones too, as upstream's back-off record counts them).
+    /// back-off from the last failed pod's end, for the failures since the
+    /// last success (ignored ones too, as upstream's back-off record counts
+    /// them; a success resets it).
     fn backed_off(&mut self) -> bool {
-        let last = self
+        let last_success = self
+            .pods
+            .iter()
+            .filter(|p| p.phase == Phase::Succeeded)
+            .filter_map(Pod::finished)
+            .max();
+        let since: Vec<Time> = self
             .pods
             .iter()
             .filter(|p| p.phase == Phase::Failed)
             .filter_map(Pod::finished)
-            .max();
-        let Some(last) = last else {
+            .filter(|&t| last_success.is_none_or(|s| t > s))
+            .collect();
+        let Some(&last) = since.iter().max() else {
             return true;
         };
-        match backoff::remaining(self.failed + self.ignored, last, self.now) {
+        // Without a success, the failures the status counts too (their pods
+        // may be gone).
+        let failures = match last_success {
+            None => self.failed + self.ignored,
+            Some(_) => since.len() as u32,
+        };
+        match backoff::remaining(failures, last, self.now) {
             None => true,
             Some(wait) => {
                 self.requeue_in(wait);

@@ -11,9 +11,12 @@ use windlass_sdk::{Object, ObjectRef, Outcome, Propagation, Time, Write};
 use super::JobController;
 use super::job::{format_indexes, parse_indexes};
 
+mod ending;
+mod managed_by;
 mod per_index;
 mod policy;
 mod replacement;
+mod success;
 
 type H = Harness<JobController>;
 
@@ -247,11 +250,16 @@ fn restarts_count_against_the_limit_with_on_failure() {
     h.insert(p);
     step(&mut h, 30);
     assert_eq!(
+        condition(&h, "FailureTarget"),
+        Some(("True".into(), "BackoffLimitExceeded".into()))
+    );
+    // The running pod is deleted; once it is gone, the Job has failed.
+    assert!(names(&h).is_empty());
+    step(&mut h, 31);
+    assert_eq!(
         condition(&h, "Failed"),
         Some(("True".into(), "BackoffLimitExceeded".into()))
     );
-    // The running pod is deleted.
-    assert!(names(&h).is_empty());
 }
 
 #[test]
@@ -262,7 +270,7 @@ fn the_active_deadline_fails_the_job_and_stops_its_pods() {
     assert_eq!(names(&h).len(), 1);
     let out = step(&mut h, 30);
     assert_eq!(
-        condition(&h, "Failed"),
+        condition(&h, "FailureTarget"),
         Some(("True".into(), "DeadlineExceeded".into()))
     );
     assert!(
@@ -271,6 +279,16 @@ fn the_active_deadline_fails_the_job_and_stops_its_pods() {
             .any(|e| e.starts_with("SuccessfulDelete: Deleted pod: pi-"))
     );
     assert!(names(&h).is_empty());
+    let out = step(&mut h, 31);
+    assert_eq!(
+        condition(&h, "Failed"),
+        Some(("True".into(), "DeadlineExceeded".into()))
+    );
+    assert!(
+        events(&out).contains(
+            &"DeadlineExceeded: Job was active longer than specified deadline".to_owned()
+        )
+    );
 }
 
 #[test]
@@ -314,7 +332,7 @@ fn an_indexed_job_runs_each_index_once() {
     };
     let one = by_index(&h, "1");
     let zero = by_index(&h, "0");
-    end(&mut h, &one, "Succeeded", 5);
+    end(&mut h, &one, "Succeeded", 4);
     end(&mut h, &zero, "Failed", 5);
     step(&mut h, 5);
     assert_eq!(status(&h)["completedIndexes"], "1");
