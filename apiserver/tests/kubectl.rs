@@ -711,3 +711,72 @@ async fn get_sorts_by_a_field_of_the_objects() {
         .collect();
     assert_eq!(names, ["c", "b", "a"], "{out}");
 }
+
+/// An event recorded through `events.k8s.io/v1` (as kube-rs operators and
+/// kube-scheduler record them) is the same object as a core one: `kubectl
+/// describe` lists it with the object's other events, and `kubectl get
+/// events -o wide` names its reporter as kube prints it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn events_of_both_apis_show_in_describe() {
+    let k = Kube::new().await;
+    k.ok(&["create", "configmap", "settings", "--from-literal=a=b"]);
+    let uid = k.json(&["get", "cm", "settings"])["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let event = format!(
+        "apiVersion: events.k8s.io/v1
+kind: Event
+metadata: {{name: settings.synced}}
+regarding: {{apiVersion: v1, kind: ConfigMap, name: settings, namespace: default, uid: {uid}}}
+eventTime: '2026-01-01T00:00:00.000000Z'
+type: Normal
+reason: Synced
+action: Reconcile
+note: settings are in place
+reportingController: example.com/operator
+reportingInstance: operator-0
+"
+    );
+    k.ok_in(&["create", "-f", "-"], Some(&event));
+    let core = format!(
+        "apiVersion: v1
+kind: Event
+metadata: {{name: settings.edited}}
+involvedObject: {{apiVersion: v1, kind: ConfigMap, name: settings, namespace: default, uid: {uid}}}
+type: Warning
+reason: Edited
+message: changed by hand
+source: {{component: kubelet, host: node-1}}
+count: 2
+"
+    );
+    k.ok_in(&["create", "-f", "-"], Some(&core));
+
+    let described = k.ok(&["describe", "configmap", "settings"]);
+    let events = described.split("Events:").nth(1).unwrap_or_default();
+    for want in [
+        "Synced",
+        "example.com/operator",
+        "settings are in place",
+        "Edited",
+        "kubelet",
+        "changed by hand",
+    ] {
+        assert!(events.contains(want), "{want}: {described}");
+    }
+    let wide = k.ok(&["get", "events", "-o", "wide"]);
+    for want in ["example.com/operator, operator-0", "kubelet, node-1"] {
+        assert!(wide.contains(want), "{want}: {wide}");
+    }
+    // And the same two through events.k8s.io.
+    let listed = k.json(&["get", "events.v1.events.k8s.io"]);
+    let notes: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["note"].as_str())
+        .collect();
+    assert_eq!(notes.len(), 2, "{listed}");
+    assert!(notes.contains(&"changed by hand"), "{notes:?}");
+}

@@ -130,6 +130,10 @@ impl Writer {
         if let Some(uid) = &similar.source.uid {
             involved["uid"] = json!(uid);
         }
+        // As client-go's recorder: the reporting controller is the source's
+        // component, and the reporting instance its host, which a
+        // controller's events have none of (`kubectl get events -o wide`
+        // prints them as `component, instance`).
         let component = format!("windlass/{}", manifest.name);
         let body = json!({
             "apiVersion": "v1", "kind": "Event",
@@ -137,7 +141,7 @@ impl Writer {
             "involvedObject": involved,
             "type": similar.type_, "reason": similar.reason, "message": message,
             "source": {"component": component},
-            "reportingComponent": component, "reportingInstance": component,
+            "reportingComponent": component,
             "firstTimestamp": now, "lastTimestamp": now, "count": count,
         });
         let path = format!("/api/v1/namespaces/{}/events", segment(&namespace));
