@@ -21,6 +21,7 @@ mod convert;
 mod defaults;
 mod discovery;
 mod durability;
+mod event_ttl;
 mod eviction;
 mod fields;
 mod files;

@@ -41,6 +41,7 @@ pub struct Config {
     request_timeout: Duration,
     commit_backlog: usize,
     max_database_pages: Option<u64>,
+    event_ttl: Duration,
 }
 
 impl Default for Config {
@@ -66,6 +67,7 @@ impl Config {
             request_timeout: Duration::from_secs(60),
             commit_backlog: 10_000,
             max_database_pages: None,
+            event_ttl: crate::event_ttl::DEFAULT,
         }
     }
 
@@ -174,6 +176,13 @@ impl Config {
     /// test clients' fallback to paged lists.
     pub fn streaming_lists(mut self, enabled: bool) -> Self {
         self.streaming_lists = enabled;
+        self
+    }
+
+    /// How long an Event lives after it was last written (kube-apiserver's
+    /// `--event-ttl`; default an hour); zero keeps events for ever.
+    pub fn event_ttl(mut self, ttl: Duration) -> Self {
+        self.event_ttl = ttl;
         self
     }
 }
@@ -311,6 +320,13 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         header_read_timeout: config.header_read_timeout,
     };
     let accept = tokio::spawn(accept_loop(listener, acceptor, shared.clone(), limits));
+    let mut tasks = vec![accept, gc_task];
+    if !config.event_ttl.is_zero() {
+        tasks.push(tokio::spawn(event_expiry_loop(
+            shared.clone(),
+            config.event_ttl,
+        )));
+    }
     tracing::info!(
         %addr,
         durability = durability.map_or("none (in memory)", Durability::as_str),
@@ -325,7 +341,7 @@ pub async fn start(config: Config) -> Result<RunningServer, Error> {
         shared,
         stop,
         kill,
-        tasks: vec![accept, gc_task],
+        tasks,
     })
 }
 
@@ -478,6 +494,22 @@ where
     tokio::select! {
         _ = watcher.watch(conn) => {}
         _ = killed.wait_for(|k| *k) => {}
+    }
+}
+
+/// Deletes expired events every so often (see `event_ttl.rs`).
+async fn event_expiry_loop(shared: Arc<Shared>, ttl: Duration) {
+    let mut shutdown = shared.shutdown.clone();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(crate::event_ttl::sweep_every(ttl)) => {}
+            _ = shutdown.changed() => return,
+        }
+        let now = crate::time::now_secs();
+        let n = crate::event_ttl::expire(&mut shared.lock(), now, ttl);
+        if n > 0 {
+            tracing::debug!(events = n, "expired events deleted");
+        }
     }
 }
 

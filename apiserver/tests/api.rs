@@ -518,3 +518,51 @@ async fn a_stored_pod_holds_no_nulls_for_lists_it_lacks() {
         assert!(spec.values().all(|v| !v.is_null()), "{pod}");
     }
 }
+
+/// Events live an hour after their last write by default, as with
+/// kube-apiserver's `--event-ttl`; here a second, and a patch renews it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_expire_after_their_time_to_live() {
+    let ttl = std::time::Duration::from_secs(2);
+    let server = start(Config::new().event_ttl(ttl)).await.unwrap();
+    let http = Http::new(server.addr());
+    const EVENTS: &str = "/api/v1/namespaces/default/events";
+    let event = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name},
+            "involvedObject": {"kind": "ConfigMap", "name": "c", "namespace": "default"},
+            "reason": "Synced", "message": "ok", "type": "Normal", "count": 1})
+    };
+    let started = std::time::Instant::now();
+    for name in ["once", "kept"] {
+        let (code, v) = http.post(EVENTS, &event(name)).await;
+        assert_eq!(code, 201, "{v}");
+    }
+    let (code, _) = http.post(CMS, &configmap("c", 1)).await;
+    assert_eq!(code, 201);
+    // Renew `kept` (a count bump, as a recorder's) until `once` is gone.
+    let mut count = 1;
+    loop {
+        let (code, _) = http.get(&format!("{EVENTS}/once")).await;
+        if code == 404 {
+            break;
+        }
+        assert!(started.elapsed() < 6 * ttl, "the event did not expire");
+        count += 1;
+        let patch = json!({"count": count});
+        let (code, v) = http
+            .send(
+                "PATCH",
+                &format!("{EVENTS}/kept"),
+                "application/merge-patch+json",
+                Some(&patch),
+            )
+            .await;
+        assert_eq!(code, 200, "{v}");
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    assert!(started.elapsed() >= ttl, "expired early");
+    let (code, _) = http.get(&format!("{EVENTS}/kept")).await;
+    assert_eq!(code, 200, "a renewed event stays");
+    let (code, _) = http.get(&format!("{CMS}/c")).await;
+    assert_eq!(code, 200, "only events expire");
+}
