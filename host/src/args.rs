@@ -112,6 +112,17 @@ pub(crate) struct RunArgs {
         env = "WINDLASS_DURABILITY"
     )]
     pub(crate) durability: windlass_apiserver::Durability,
+    /// With --embedded: how long an Event is kept after it was last written
+    /// (kube-apiserver's --event-ttl); 0 keeps events for ever.
+    #[arg(
+        long,
+        default_value = "1h",
+        value_name = "DURATION",
+        value_parser = windlass::units::parse_duration,
+        requires = "embedded",
+        env = "WINDLASS_EVENT_TTL"
+    )]
+    pub(crate) event_ttl: Duration,
     /// With --embedded: the address it listens on (port 0 picks a free one).
     #[arg(
         long,
@@ -318,6 +329,16 @@ pub(crate) struct ApiserverArgs {
         env = "WINDLASS_DURABILITY"
     )]
     pub(crate) durability: windlass_apiserver::Durability,
+    /// How long an Event is kept after it was last written (kube-apiserver's
+    /// --event-ttl); 0 keeps events for ever.
+    #[arg(
+        long,
+        default_value = "1h",
+        value_name = "DURATION",
+        value_parser = windlass::units::parse_duration,
+        env = "WINDLASS_EVENT_TTL"
+    )]
+    pub(crate) event_ttl: Duration,
     /// Keep state in memory only.
     #[arg(long, env = "WINDLASS_IN_MEMORY")]
     pub(crate) in_memory: bool,

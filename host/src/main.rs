@@ -170,6 +170,7 @@ async fn run_host(args: RunArgs) -> anyhow::Result<()> {
             args.listen,
             args.data.as_deref(),
             args.durability,
+            args.event_ttl,
             args.write_kubeconfig.as_deref(),
         )
         .await?;
@@ -365,9 +366,12 @@ async fn start_server(
     listen: std::net::SocketAddr,
     data: Option<&std::path::Path>,
     durability: windlass_apiserver::Durability,
+    event_ttl: std::time::Duration,
     kubeconfig: Option<&std::path::Path>,
 ) -> anyhow::Result<windlass_apiserver::RunningServer> {
-    let config = windlass_apiserver::Config::new().listen(listen);
+    let config = windlass_apiserver::Config::new()
+        .listen(listen)
+        .event_ttl(event_ttl);
     let config = match data {
         Some(dir) => config.data_dir(dir.to_path_buf()).durability(durability),
         None => config.in_memory(),
@@ -391,6 +395,7 @@ async fn serve_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
         args.listen,
         args.data.as_deref(),
         args.durability,
+        args.event_ttl,
         args.write_kubeconfig.as_deref(),
     )
     .await?;
