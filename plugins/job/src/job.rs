@@ -122,6 +122,34 @@ fn seconds(job: &Object, field: &str) -> Result<Option<Duration>, Error> {
     }
 }
 
+/// The rules of the policy at `field` of the Job's spec (`podFailurePolicy`,
+/// `successPolicy`), each read by `read`; `None` without the policy. The
+/// API server has validated it; a rule that does not read as one is a
+/// permanent error all the same.
+pub(crate) fn policy_rules<R>(
+    job: &Object,
+    field: &str,
+    read: impl Fn(&Value) -> Option<R>,
+) -> Result<Option<Vec<R>>, Error> {
+    let Some(policy) = job.get(&format!("spec.{field}")).filter(|p| !p.is_null()) else {
+        return Ok(None);
+    };
+    let rules = policy["rules"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            read(r).ok_or_else(|| {
+                Error::permanent(format!("spec.{field}.rules[{i}]: not a rule: {r}"))
+            })
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
+}
+
 /// `ttlSecondsAfterFinished`, read on its own for a Job another controller
 /// runs (the TTL-after-finished controller still deletes it once finished).
 pub(crate) fn ttl_after_finished(job: &Object) -> Result<Option<Duration>, Error> {

@@ -99,23 +99,8 @@ impl Policy {
     /// The Job's policy, if it has one. The API server has validated it;
     /// what does not read as a rule is a permanent error all the same.
     pub(crate) fn of(job: &Object) -> Result<Option<Self>, Error> {
-        let Some(policy) = job.get("spec.podFailurePolicy").filter(|p| !p.is_null()) else {
-            return Ok(None);
-        };
-        let rules = policy["rules"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let rules = rules
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                Rule::of(r).ok_or_else(|| {
-                    Error::permanent(format!("spec.podFailurePolicy.rules[{i}]: not a rule: {r}"))
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(Some(Policy { rules }))
+        let rules = crate::job::policy_rules(job, "podFailurePolicy", Rule::of)?;
+        Ok(rules.map(|rules| Policy { rules }))
     }
 
     /// The first rule `pod` (failed, named `namespace/name`) matches.

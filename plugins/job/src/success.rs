@@ -30,23 +30,8 @@ impl SuccessPolicy {
     /// `completions`). The API server has validated it; a rule that does
     /// not read as one is a permanent error all the same.
     pub(crate) fn of(job: &Object, completions: u32) -> Result<Option<Self>, Error> {
-        let Some(policy) = job.get("spec.successPolicy").filter(|p| !p.is_null()) else {
-            return Ok(None);
-        };
-        let rules = policy["rules"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let rules = rules
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                Rule::of(r, completions).ok_or_else(|| {
-                    Error::permanent(format!("spec.successPolicy.rules[{i}]: not a rule: {r}"))
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(Some(SuccessPolicy { rules }))
+        let rules = crate::job::policy_rules(job, "successPolicy", |r| Rule::of(r, completions))?;
+        Ok(rules.map(|rules| SuccessPolicy { rules }))
     }
 
     /// The first rule the succeeded indexes `done` meet, as upstream's
