@@ -6,11 +6,12 @@
 //! newest of its `creationTimestamp` and its managers' `time`s (which each
 //! create, update and patch sets), so it survives a restart.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::state::State;
+use crate::state::{Obj, State};
 use crate::time::parse_rfc3339;
 
 /// kube-apiserver's default `--event-ttl`.
@@ -35,20 +36,35 @@ fn last_write(event: &Value) -> LastWrite {
     LastWrite(at)
 }
 
-/// Deletes the events last written `ttl` or longer before `now` (seconds
-/// since the epoch); returns how many.
-pub(crate) fn expire(st: &mut State, now: i64, ttl: Duration) -> usize {
+/// The events of `events` last written `ttl` or longer before `now`
+/// (seconds since the epoch). Run without the store's lock: the first
+/// sweep after a burst reads tens of thousands of events.
+pub(crate) fn expired(events: &[Arc<Obj>], now: i64, ttl: Duration) -> Vec<Arc<Obj>> {
     let ttl = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX);
-    let expired: Vec<(String, String)> = st
-        .list(EVENTS, None)
+    events
         .iter()
         .filter(|o| o.derived(last_write).0.saturating_add(ttl) <= now)
-        .map(|o| (o.attrs.namespace.to_string(), o.attrs.name.to_string()))
-        .collect();
-    for (ns, name) in &expired {
-        st.write(EVENTS, ns, name, None);
+        .cloned()
+        .collect()
+}
+
+/// Deletes `expired` events that are still the version that expired (one
+/// written since lives on); returns how many.
+pub(crate) fn delete(st: &mut State, expired: &[Arc<Obj>]) -> usize {
+    let mut deleted = 0;
+    for o in expired {
+        let (ns, name) = (&*o.attrs.namespace, &*o.attrs.name);
+        if st.get(EVENTS, ns, name).is_some_and(|now| now.rv == o.rv) {
+            st.write(EVENTS, ns, name, None);
+            deleted += 1;
+        }
     }
-    expired.len()
+    deleted
+}
+
+/// Every event now, to look at without the lock.
+pub(crate) fn all(st: &State) -> Vec<Arc<Obj>> {
+    st.list(EVENTS, None)
 }
 
 /// How often a server whose events live `ttl` looks for expired ones: a
@@ -102,11 +118,20 @@ mod tests {
         );
 
         let hour = Duration::from_secs(3600);
-        assert_eq!(expire(&mut st, t0 + 3599, hour), 0);
-        assert_eq!(expire(&mut st, t0 + 3600, hour), 1);
+        let sweep = |st: &mut State, now: i64| {
+            let expired = expired(&all(st), now, hour);
+            delete(st, &expired)
+        };
+        assert_eq!(sweep(&mut st, t0 + 3599), 0);
+        assert_eq!(sweep(&mut st, t0 + 3600), 1);
         assert!(st.get(EVENTS, "a", "old").is_none());
         assert!(st.get(EVENTS, "a", "bumped").is_some());
-        assert_eq!(expire(&mut st, t0 + 3000 + 3600, hour), 1);
+        // Written again between the look and the delete: it stays.
+        let late = expired(&all(&st), t0 + 3000 + 3600, hour);
+        let renewed = event("bumped", "2026-01-01T00:00:00Z", &["2026-01-01T01:40:00Z"]);
+        st.write(EVENTS, "a", "bumped", Some(renewed));
+        assert_eq!(delete(&mut st, &late), 0);
+        assert_eq!(sweep(&mut st, t0 + 6000 + 3600), 1);
         assert!(st.list(EVENTS, None).is_empty());
         // Only events.
         assert!(st.get("/configmaps", "a", "c").is_some());

@@ -506,7 +506,16 @@ async fn event_expiry_loop(shared: Arc<Shared>, ttl: Duration) {
             _ = shutdown.changed() => return,
         }
         let now = crate::time::now_secs();
-        let n = crate::event_ttl::expire(&mut shared.lock(), now, ttl);
+        let events = crate::event_ttl::all(&shared.lock());
+        let Ok(expired) =
+            tokio::task::spawn_blocking(move || crate::event_ttl::expired(&events, now, ttl)).await
+        else {
+            continue;
+        };
+        if expired.is_empty() {
+            continue;
+        }
+        let n = crate::event_ttl::delete(&mut shared.lock(), &expired);
         if n > 0 {
             tracing::debug!(events = n, "expired events deleted");
         }
