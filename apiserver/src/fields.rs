@@ -48,23 +48,6 @@ pub(crate) fn own_fields_of(group: &str, plural: &str) -> Option<&'static [&'sta
             "metadata.namespace",
             "metadata.name",
         ],
-        // kube's `AddFieldLabelConversionsForEvent` (events.k8s.io/v1):
-        // each is a core Event field ([`core_event_field`]), and anything else
-        // but the name and namespace is refused.
-        ("events.k8s.io", "events") => &[
-            "reason",
-            "regarding.kind",
-            "regarding.namespace",
-            "regarding.name",
-            "regarding.uid",
-            "regarding.apiVersion",
-            "regarding.resourceVersion",
-            "regarding.fieldPath",
-            "reportingController",
-            "type",
-            "metadata.namespace",
-            "metadata.name",
-        ],
         ("", "namespaces") => &["status.phase", "metadata.name"],
         ("", "secrets") => &["type", "metadata.namespace", "metadata.name"],
         ("", "services") => &[
@@ -84,34 +67,51 @@ pub(crate) fn own_fields_of(group: &str, plural: &str) -> Option<&'static [&'sta
     Some(fields)
 }
 
-/// The core Event field an `events.k8s.io` field selector names, where
-/// the two differ.
+/// The fields an `events.k8s.io` field selector may name and the core
+/// Event field each is (kube's `AddFieldLabelConversionsForEvent`; the
+/// default conversion takes the name and namespace, and refuses the rest).
+const EVENTS_API_FIELDS: [(&str, &str); 10] = [
+    ("reason", "reason"),
+    ("regarding.kind", "involvedObject.kind"),
+    ("regarding.namespace", "involvedObject.namespace"),
+    ("regarding.name", "involvedObject.name"),
+    ("regarding.uid", "involvedObject.uid"),
+    ("regarding.apiVersion", "involvedObject.apiVersion"),
+    (
+        "regarding.resourceVersion",
+        "involvedObject.resourceVersion",
+    ),
+    ("regarding.fieldPath", "involvedObject.fieldPath"),
+    ("reportingController", "reportingComponent"),
+    ("type", "type"),
+];
+
+/// The core Event field an `events.k8s.io` field selector's `field` is.
 pub(crate) fn core_event_field(field: &str) -> Option<&'static str> {
-    Some(match field {
-        "regarding.kind" => "involvedObject.kind",
-        "regarding.namespace" => "involvedObject.namespace",
-        "regarding.name" => "involvedObject.name",
-        "regarding.uid" => "involvedObject.uid",
-        "regarding.apiVersion" => "involvedObject.apiVersion",
-        "regarding.resourceVersion" => "involvedObject.resourceVersion",
-        "regarding.fieldPath" => "involvedObject.fieldPath",
-        "reportingController" => "reportingComponent",
-        _ => return None,
-    })
+    EVENTS_API_FIELDS
+        .iter()
+        .find(|(theirs, _)| *theirs == field)
+        .map(|(_, core)| *core)
 }
 
 /// Whether a field selector may name `field` for `res`; the error is kube's
 /// message (a `400 BadRequest`).
 pub(crate) fn check(res: &Resource, field: &str) -> Result<(), String> {
-    match own_fields_of(&res.group, &res.plural) {
-        Some(fields) if fields.contains(&field) => Ok(()),
-        // The events.k8s.io conversion hands what it does not map to the
-        // default one.
-        Some(_) if !res.is_events_api() => Err(format!("field label not supported: {field}")),
-        _ if matches!(field, "metadata.name" | "metadata.namespace") => Ok(()),
-        _ => Err(format!(
+    let own = if res.is_events_api() {
+        core_event_field(field).is_some()
+    } else {
+        match own_fields_of(&res.group, &res.plural) {
+            Some(fields) if fields.contains(&field) => true,
+            Some(_) => return Err(format!("field label not supported: {field}")),
+            None => false,
+        }
+    };
+    if own || matches!(field, "metadata.name" | "metadata.namespace") {
+        Ok(())
+    } else {
+        Err(format!(
             "{field:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
-        )),
+        ))
     }
 }
 
