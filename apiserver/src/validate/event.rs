@@ -63,22 +63,28 @@ pub(crate) fn update_errors(new: &Value, old: &Value) -> Causes {
     if new["series"] != old["series"] {
         series(new, &mut errs);
     }
-    for (field, path) in [
-        ("involvedObject", "involvedObject"),
-        ("reason", "reason"),
-        ("message", "message"),
-        ("source", "source"),
-        ("firstTimestamp", "firstTimestamp"),
-        ("lastTimestamp", "lastTimestamp"),
-        ("count", "count"),
-        ("type", "type"),
-        ("eventTime", "eventTime"),
-        ("action", "action"),
-        ("related", "related"),
-        ("reportingComponent", "reportingController"),
-        ("reportingInstance", "reportingInstance"),
+    for field in [
+        "involvedObject",
+        "reason",
+        "message",
+        "source",
+        "firstTimestamp",
+        "lastTimestamp",
+        "count",
+        "type",
+        "eventTime",
+        "action",
+        "related",
+        "reportingComponent",
+        "reportingInstance",
     ] {
         if new[field] != old[field] {
+            // kube's paths are its internal type's, which names the
+            // reporter as events.k8s.io does.
+            let path = match field {
+                "reportingComponent" => "reportingController",
+                other => other,
+            };
             causes::invalid(&mut errs, path, &new[field], "field is immutable");
         }
     }
