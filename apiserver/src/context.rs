@@ -89,13 +89,14 @@ impl Ctx {
     }
 
     /// A request object from its body: decoded, with `apiVersion` and
-    /// `kind` defaulted from the URL, converted to its stored version and
-    /// pruned of unknown fields as `fieldValidation` says.
+    /// `kind` defaulted from the URL, pruned of unknown fields as
+    /// `fieldValidation` says, given a custom resource's schema defaults,
+    /// and converted to its stored version.
     pub(crate) fn intake(&self, ct: &str, body: &[u8], options: Options) -> ApiResult<Value> {
         let fv = FieldValidation::parse(&self.q, options)?;
         let (mut v, repeated) = intake::decode(ct, body, &self.res, &self.version)?;
         intake::default_type_meta(&self.res, &self.version, &mut v);
-        let unknown = intake::prune(&self.res, &self.version, &mut v);
+        let unknown = intake::coerce(&self.res, &self.version, &mut v);
         let problems = intake::problems(body, &unknown, repeated);
         self.warn(intake::body_outcome(
             &self.res,

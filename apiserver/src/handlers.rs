@@ -338,7 +338,7 @@ async fn patch_object(
             return Err(ApiError::stale(ctx.target(name)));
         }
         intake::default_type_meta(&ctx.res, &ctx.version, &mut v);
-        let unknown = intake::prune(&ctx.res, &ctx.version, &mut v);
+        let unknown = intake::coerce(&ctx.res, &ctx.version, &mut v);
         warnings = intake::patch_outcome(fv, &v, &unknown)?;
         write::check_identity(&req, &mut v)?;
         if object::name(&v) != name {

@@ -1,9 +1,10 @@
 //! Request objects as kube-apiserver decodes them: `apiVersion` and `kind`
 //! defaulted from the URL when a body leaves them out, unknown fields pruned
-//! by the kind's schema, and the request's `fieldValidation` deciding what
-//! happens to them (`Ignore`: dropped silently; `Warn`, the default: dropped
-//! with a `Warning` header each; `Strict`: the request is refused), and to
-//! fields a JSON body repeats (`duplicates.rs`).
+//! by the kind's schema (then a custom resource's schema defaults filled),
+//! and the request's `fieldValidation` deciding what happens to them
+//! (`Ignore`: dropped silently; `Warn`, the default: dropped with a
+//! `Warning` header each; `Strict`: the request is refused), and to fields a
+//! JSON body repeats (`duplicates.rs`).
 
 mod duplicates;
 
@@ -90,14 +91,19 @@ fn is_of(res: &Resource, version: &str, v: &Value) -> bool {
 }
 
 /// Prunes the fields the kind's schema does not have from `v` and returns
-/// their paths; nothing for kinds without a schema (a CRD without one) or a
-/// body of another kind.
-pub(crate) fn prune(res: &Resource, version: &str, v: &mut Value) -> Vec<String> {
+/// their paths, then fills a custom resource's schema defaults, as kube's
+/// decoder coerces a body to its schema; nothing for kinds without a schema
+/// (a CRD without one) or a body of another kind.
+pub(crate) fn coerce(res: &Resource, version: &str, v: &mut Value) -> Vec<String> {
     if !is_of(res, version, v) {
         return vec![];
     }
     match res.schema(version) {
-        Some(s) => s.prune(v),
+        Some(s) => {
+            let unknown = s.prune(v);
+            s.default(v);
+            unknown
+        }
         None => vec![],
     }
 }
@@ -372,7 +378,7 @@ mod tests {
         let cm = res("configmaps");
         let mut v =
             json!({"apiVersion": "v1", "kind": "ConfigMap", "bogus": 1, "metadata": {"name": "x"}});
-        let unknown = prune(&cm, "v1", &mut v);
+        let unknown = coerce(&cm, "v1", &mut v);
         assert_eq!(unknown, ["bogus"]);
         let texts = problems(b"", &unknown, Repeated::default());
         assert!(v.get("bogus").is_none());

@@ -8,12 +8,13 @@
 //! walks a value beside its schema; the values it walks have passed the
 //! nesting limit (`nesting.rs`), so the walk's depth is bounded.
 
+mod defaults;
 mod definition;
 mod lists;
 mod rules;
 mod values;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
@@ -46,6 +47,10 @@ enum Node {
 pub(crate) struct Schema {
     nodes: Vec<Node>,
     roots: HashMap<String, usize>,
+    /// A CRD schema's `default` values, by the node of their property.
+    defaults: HashMap<usize, Value>,
+    /// The nodes of a CRD schema marked `nullable`.
+    nullable: HashSet<usize>,
 }
 
 /// A schema for one kind: the arena and its root node.
@@ -252,7 +257,14 @@ impl Schema {
                 }
             }
         };
-        self.push(node)
+        let i = self.push(node);
+        if let Some(default) = d.get("default") {
+            self.defaults.insert(i, default.clone());
+        }
+        if flag("nullable") {
+            self.nullable.insert(i);
+        }
+        i
     }
 }
 
@@ -264,6 +276,18 @@ impl KindSchema {
         prune_node(&self.schema, self.root, v, &mut String::new(), &mut unknown);
         unknown.sort();
         unknown
+    }
+
+    /// Defaults a custom resource as kube does on decode (`schema/defaults.rs`):
+    /// nulls the schema does not allow dropped, missing fields with a
+    /// `default` filled. Built-in kinds have their defaulters instead
+    /// (`defaults.rs`), so nothing happens to them here.
+    pub(crate) fn default(&self, v: &mut Value) {
+        if self.values.is_none() {
+            return;
+        }
+        defaults::prune_nulls(&self.schema, self.root, v);
+        defaults::fill(&self.schema, self.root, v);
     }
 
     /// What the values of `v` break of a CRD schema's value validations
@@ -468,6 +492,52 @@ mod tests {
         assert_eq!(cr["spec"]["open"]["kept"], 1);
         assert_eq!(cr["spec"]["pod"]["kind"], "Pod");
         assert_eq!(cr["metadata"]["name"], "w");
+    }
+
+    #[test]
+    fn custom_resources_get_their_schema_defaults() {
+        let s = Schema::from_crd(&json!({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {
+            "replicas": {"type": "integer", "default": 1},
+            "mode": {"type": "string", "default": "fast"},
+            "note": {"type": "string"},
+            "maybe": {"type": "string", "nullable": true},
+            "nullish": {"type": "string", "nullable": true, "default": "d"},
+            "limits": {"type": "object", "default": {},
+                "properties": {"cpu": {"type": "string", "default": "1"}}},
+            "ports": {"type": "array", "items": {"type": "object",
+                "properties": {"port": {"type": "integer", "default": 80}, "name": {"type": "string"}}}},
+            "sizes": {"type": "object", "additionalProperties": {"type": "integer", "default": 3}},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+        }}}}));
+        let mut cr = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"mode": null, "note": null, "maybe": null, "nullish": null,
+                "ports": [{"name": "a"}, {"port": 81}],
+                "sizes": {"a": null, "b": 5},
+                "free": {"x": null}}});
+        s.default(&mut cr);
+        assert_eq!(
+            cr["spec"],
+            json!({
+                // Missing, and a disallowed null: defaulted.
+                "replicas": 1, "mode": "fast",
+                // A disallowed null without a default goes; an allowed one stays.
+                "maybe": null, "nullish": null,
+                // A defaulted object's own properties are defaulted too.
+                "limits": {"cpu": "1"},
+                "ports": [{"name": "a", "port": 80}, {"port": 81}],
+                "sizes": {"a": 3, "b": 5},
+                "free": {"x": null},
+            })
+        );
+        // Defaulting again changes nothing; built-in kinds are left alone.
+        let before = cr.clone();
+        s.default(&mut cr);
+        assert_eq!(cr, before);
+        let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": null});
+        builtin("", "v1", "ConfigMap").unwrap().default(&mut cm);
+        assert!(cm["data"].is_null() && cm.get("data").is_some());
     }
 
     #[test]

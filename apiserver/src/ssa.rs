@@ -119,7 +119,7 @@ pub(crate) fn apply(
         let mut obj = applied;
         meta_mut(&mut obj).remove("managedFields");
         store_entries(&mut obj, &[mine]);
-        return Ok(Next::Create(obj));
+        return Ok(Next::Create(defaulted(req, obj)));
     };
     let mut es = entries(&old.value);
     let found = conflicts(&old.value, &applied_set, &applied, manager, &es);
@@ -189,7 +189,18 @@ pub(crate) fn apply(
         None => es.push(mine),
     }
     store_entries(&mut new, &es);
-    Ok(Next::Update(write::merge_parts(req, &old.value, new, part)))
+    let new = write::merge_parts(req, &old.value, new, part);
+    Ok(Next::Update(defaulted(req, new)))
+}
+
+/// A custom resource's schema defaults filled into an applied result, as
+/// kube's field manager for custom resources defaults what it applied. The
+/// fields defaulted are no manager's.
+fn defaulted(req: &Req<'_>, mut v: Value) -> Value {
+    if let Some(s) = req.res.schema(req.version) {
+        s.default(&mut v);
+    }
+    v
 }
 
 #[cfg(test)]

@@ -420,6 +420,116 @@ async fn custom_resources_are_held_to_their_cel_rules() {
     ]);
 }
 
+const COG_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: cogs.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: cogs, singular: cog, kind: Cog}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [size]
+            x-kubernetes-validations:
+            - {rule: self.replicas <= 10, message: too many replicas}
+            properties:
+              size: {type: string}
+              replicas: {type: integer, default: 1}
+              ports:
+                type: array
+                items:
+                  type: object
+                  properties:
+                    name: {type: string}
+                    port: {type: integer, default: 80}
+"#;
+
+/// A CRD's schema defaults are filled in on create, update, patch and
+/// server-side apply, before validation (a rule may read a defaulted
+/// field), as kube's decoder fills them; the applier does not own what was
+/// defaulted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn custom_resources_get_their_schema_defaults() {
+    let k = Kube::new().await;
+    k.ok_in(&["apply", "-f", "-"], Some(COG_CRD));
+    k.eventually("the Cog kind is served", || k.exists(&["get", "cogs"]));
+    let spec = |name: &str| {
+        k.ok(&["get", "cog", name, "-o", "jsonpath={.spec}"])
+            .parse::<Value>()
+            .unwrap()
+    };
+    // Create: the rule reads `replicas`, which only the default gives.
+    k.ok_in(
+        &["create", "-f", "-"],
+        Some("apiVersion: example.com/v1\nkind: Cog\nmetadata: {name: a}\nspec: {size: s, ports: [{name: http}]}\n"),
+    );
+    assert_eq!(
+        spec("a"),
+        json!({"size": "s", "replicas": 1, "ports": [{"name": "http", "port": 80}]})
+    );
+    // A merge patch's null removes the field, and the default comes back.
+    k.ok(&[
+        "patch",
+        "cog",
+        "a",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":5}}"#,
+    ]);
+    assert_eq!(spec("a")["replicas"], 5);
+    k.ok(&[
+        "patch",
+        "cog",
+        "a",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":null}}"#,
+    ]);
+    assert_eq!(spec("a")["replicas"], 1);
+    // A replace that leaves it out.
+    k.ok_in(
+        &["replace", "-f", "-"],
+        Some("apiVersion: example.com/v1\nkind: Cog\nmetadata: {name: a}\nspec: {size: m}\n"),
+    );
+    assert_eq!(spec("a"), json!({"size": "m", "replicas": 1}));
+    // Server-side apply: defaulted, and not the applier's field.
+    k.ok_in(
+        &["apply", "--server-side", "-f", "-"],
+        Some("apiVersion: example.com/v1\nkind: Cog\nmetadata: {name: b}\nspec: {size: l}\n"),
+    );
+    assert_eq!(spec("b"), json!({"size": "l", "replicas": 1}));
+    let managed = k.ok(&[
+        "get",
+        "cog",
+        "b",
+        "--show-managed-fields",
+        "-o",
+        "jsonpath={.metadata.managedFields[0].fieldsV1}",
+    ]);
+    assert_eq!(
+        managed.parse::<Value>().unwrap(),
+        json!({"f:spec": {"f:size": {}}})
+    );
+    // A default does not get past the rules: an explicit value still can fail.
+    let err = k.fail(
+        &["apply", "-f", "-"],
+        Some("apiVersion: example.com/v1\nkind: Cog\nmetadata: {name: c}\nspec: {size: s, replicas: 11}\n"),
+    );
+    assert!(
+        err.contains("spec: Invalid value: \"object\": too many replicas"),
+        "{err}"
+    );
+}
+
 /// A CRD whose rule does not compile, or that sets `uniqueItems`, is
 /// refused with kube's path and message, and is not served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
