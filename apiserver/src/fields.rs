@@ -94,16 +94,16 @@ pub(crate) fn core_event_field(field: &str) -> Option<&'static str> {
         .map(|(_, core)| *core)
 }
 
-/// Whether a field selector may name `field` for `res`; the error is kube's
-/// message (a `400 BadRequest`).
-pub(crate) fn check(res: &Resource, field: &str) -> Result<(), String> {
+/// Whether a field selector may name `field` for `res` in `version`; the
+/// error is kube's message (a `400 BadRequest`).
+pub(crate) fn check(res: &Resource, version: &str, field: &str) -> Result<(), String> {
     let own = if res.is_events_api() {
         core_event_field(field).is_some()
     } else {
         match own_fields_of(&res.group, &res.plural) {
             Some(fields) if fields.contains(&field) => true,
             Some(_) => return Err(format!("field label not supported: {field}")),
-            None => false,
+            None => res.selectable_fields(version).iter().any(|f| f == field),
         }
     };
     if own || matches!(field, "metadata.name" | "metadata.namespace") {
@@ -160,6 +160,20 @@ pub(crate) fn value<'a>(group: &str, plural: &str, obj: &'a Value, field: &str) 
     }
 }
 
+/// The value of a custom resource's selectable field `path` in `obj`, as
+/// kube's `selectableFieldSet` gives it: a string as it is, an integer or
+/// a boolean printed; anything else (or nothing) as no value, which a
+/// selector compares as "".
+pub(crate) fn selectable_value(obj: &Value, path: &str) -> Option<String> {
+    let v = path.split('.').try_fold(obj, |v, p| v.get(p))?;
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 /// A dotted path's string value (empty when missing).
 fn path<'a>(v: &'a Value, field: &str) -> Cow<'a, str> {
     let mut cur = v;
@@ -192,15 +206,15 @@ mod tests {
     #[test]
     fn each_kind_accepts_what_kube_accepts() {
         let nodes = res("", "nodes");
-        assert!(check(&nodes, "spec.unschedulable").is_ok());
+        assert!(check(&nodes, "v1", "spec.unschedulable").is_ok());
         assert_eq!(
-            check(&nodes, "metadata.namespace").unwrap_err(),
+            check(&nodes, "v1", "metadata.namespace").unwrap_err(),
             "field label not supported: metadata.namespace"
         );
         let cms = res("", "configmaps");
-        assert!(check(&cms, "metadata.namespace").is_ok());
+        assert!(check(&cms, "v1", "metadata.namespace").is_ok());
         assert_eq!(
-            check(&cms, "data.x").unwrap_err(),
+            check(&cms, "v1", "data.x").unwrap_err(),
             "\"data.x\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         );
         for f in [
@@ -209,12 +223,13 @@ mod tests {
             "status.podIP",
             "status.nominatedNodeName",
         ] {
-            assert!(check(&res("", "pods"), f).is_ok(), "{f}");
+            assert!(check(&res("", "pods"), "v1", f).is_ok(), "{f}");
         }
-        assert!(check(&res("", "services"), "spec.type").is_ok());
+        assert!(check(&res("", "services"), "v1", "spec.type").is_ok());
         assert!(
             check(
                 &res("certificates.k8s.io", "certificatesigningrequests"),
+                "v1",
                 "spec.signerName"
             )
             .is_ok()

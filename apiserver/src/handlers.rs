@@ -118,7 +118,7 @@ async fn serve(
     match (method, rp.name.as_deref(), rp.sub.as_deref()) {
         // A watch of the collection, or of one object by name.
         (&Method::GET, name, None) if watching => {
-            let f = Filter::parse(&ctx.res, &ctx.q, rp.ns.as_deref(), name)?;
+            let f = Filter::parse(&ctx.res, &ctx.version, &ctx.q, rp.ns.as_deref(), name)?;
             watch::serve(
                 &ctx.shared,
                 ctx.res.clone(),
@@ -234,14 +234,14 @@ async fn delete_collection(
     ct: &str,
     body: &[u8],
 ) -> ApiResult<Response<RespBody>> {
-    let filter = Filter::parse(&ctx.res, &ctx.q, ns, None)?;
+    let filter = Filter::parse(&ctx.res, &ctx.version, &ctx.q, ns, None)?;
     let opts = DeleteOptions::read(&ctx.q, ct, body)?;
     let mut items = Vec::new();
     let mut last_ack = None;
     {
         let mut st = ctx.shared.lock();
         for o in st.list(&ctx.res.storage_key(), filter.namespace()) {
-            if !filter.matches(&o.attrs) {
+            if !filter.matches(&o) {
                 continue;
             }
             let (ns, name) = obj_key(&o);

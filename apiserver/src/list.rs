@@ -36,7 +36,7 @@ impl ContinueToken {
 }
 
 pub(crate) fn list(ctx: &Ctx, ns: Option<&str>) -> ApiResult<Response<RespBody>> {
-    let filter = Filter::parse(&ctx.res, &ctx.q, ns, None)?;
+    let filter = Filter::parse(&ctx.res, &ctx.version, &ctx.q, ns, None)?;
     let limit = match ctx.q.non_empty("limit") {
         Some(l) => l
             .parse::<usize>()
@@ -117,7 +117,7 @@ pub(crate) fn list(ctx: &Ctx, ns: Option<&str>) -> ApiResult<Response<RespBody>>
     let mut selected: Vec<&Arc<Obj>> = Vec::new();
     let mut cont = None;
     for o in &objs {
-        if everything || filter.matches(&o.attrs) {
+        if everything || filter.matches(o) {
             if limit > 0 && selected.len() == limit {
                 let last = selected.last().expect("limit > 0");
                 let (ns, name) = obj_key(last);

@@ -45,6 +45,10 @@ pub(crate) struct Resource {
     /// A custom resource's structural schema, per version (built-in kinds
     /// get theirs from the OpenAPI definitions).
     pub(crate) schemas: Vec<(String, KindSchema)>,
+    /// A custom resource's `selectableFields`, per version: the paths
+    /// (`spec.host`, without the leading dot) a field selector may name
+    /// besides `metadata.name` and `metadata.namespace`.
+    pub(crate) selectable: Vec<(String, Vec<String>)>,
 }
 
 impl Resource {
@@ -111,6 +115,16 @@ impl Resource {
                 | ("node.k8s.io", "runtimeclasses")
                 | ("networking.k8s.io", "ingressclasses")
         )
+    }
+
+    /// The fields of version `version` a field selector may name beyond
+    /// the metadata's and the kind's own: a custom resource's
+    /// `selectableFields`.
+    pub(crate) fn selectable_fields(&self, version: &str) -> &[String] {
+        self.selectable
+            .iter()
+            .find(|(v, _)| v == version)
+            .map_or(&[], |(_, f)| f.as_slice())
     }
 
     /// The schema objects of `version` are pruned with, if any.
@@ -251,6 +265,7 @@ fn builtin(line: &str) -> Resource {
         printer_columns: vec![],
         create_only: flag("create"),
         schemas: vec![],
+        selectable: vec![],
     }
 }
 
@@ -512,6 +527,18 @@ pub(crate) fn from_crd(crd: &Value) -> Result<Resource, Vec<(String, String)>> {
                 .then(|| (name.to_owned(), Schema::from_crd(s)))
         })
         .collect();
+    let selectable = served
+        .iter()
+        .filter_map(|v| {
+            let paths = v["selectableFields"]
+                .as_array()?
+                .iter()
+                .filter_map(|f| f["jsonPath"].as_str())
+                .map(|p| p.trim_start_matches('.').to_owned())
+                .collect();
+            Some((v["name"].as_str()?.to_owned(), paths))
+        })
+        .collect();
     let sub = &first["subresources"];
     let scale = sub
         .get("scale")
@@ -570,6 +597,7 @@ pub(crate) fn from_crd(crd: &Value) -> Result<Resource, Vec<(String, String)>> {
         printer_columns,
         create_only: false,
         schemas,
+        selectable,
     })
 }
 

@@ -86,11 +86,8 @@ impl Watcher {
         if ev.res != self.res.storage_key() {
             return None;
         }
-        let now = self.filter.matches(&ev.obj.attrs);
-        let before = ev
-            .prev
-            .as_ref()
-            .is_some_and(|p| self.filter.matches(&p.attrs));
+        let now = self.filter.matches(&ev.obj);
+        let before = ev.prev.as_ref().is_some_and(|p| self.filter.matches(p));
         match (ev.typ, before, now) {
             (EventType::Added, _, true)
             | (EventType::Deleted, _, true)
@@ -206,7 +203,7 @@ pub(crate) fn serve(
             }
         };
         for o in &initial {
-            if w.filter.matches(&o.attrs) {
+            if w.filter.matches(o) {
                 let line = w.line("ADDED", o, None);
                 if !w.send(line).await {
                     return;
@@ -289,7 +286,7 @@ mod tests {
                 .unwrap(),
         );
         let q = Query::parse(Some(&format!("labelSelector={selector}")));
-        let filter = Filter::parse(&res, &q, Some("d"), None).unwrap();
+        let filter = Filter::parse(&res, "v1", &q, Some("d"), None).unwrap();
         let (tx, _rx) = mpsc::channel(1);
         Watcher {
             version: "v1".into(),

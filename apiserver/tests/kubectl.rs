@@ -393,6 +393,127 @@ async fn crd_then_custom_resource() {
     );
 }
 
+const ROUTE_CRD: &str = "
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: routes.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: routes, singular: route, kind: Route}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    selectableFields: [{jsonPath: .spec.host}, {jsonPath: .spec.port}]
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              host: {type: string}
+              port: {type: integer}
+              weight: {type: number}
+";
+
+/// A CRD's `selectableFields` (GA in Kubernetes 1.32) through the real
+/// kubectl: lists and watches select on them, other fields are refused in
+/// kube's words, and a CRD naming a field it cannot select is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn custom_resources_are_selected_by_their_selectable_fields() {
+    let k = Kube::new().await;
+    k.ok_in(&["apply", "-f", "-"], Some(ROUTE_CRD));
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/routes.example.com",
+        "--timeout=10s",
+    ]);
+    let route = |name: &str, spec: &str| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Route\nmetadata: {{name: {name}}}\nspec: {spec}\n"
+        )
+    };
+    let http = common::Http::new(k.server.addr());
+    let mut watch = http
+        .watch("/apis/example.com/v1/namespaces/default/routes?watch=1&fieldSelector=spec.host%3Da.com")
+        .await
+        .expect("a watch on a selectable field");
+    k.ok_in(
+        &["create", "-f", "-"],
+        Some(&route("r1", "{host: a.com, port: 443}")),
+    );
+    k.ok_in(
+        &["create", "-f", "-"],
+        Some(&route("r2", "{host: b.com, port: 80}")),
+    );
+    k.ok_in(&["create", "-f", "-"], Some(&route("r3", "{port: 443}")));
+    let names = |selector: &str| {
+        k.ok(&["get", "routes", "--field-selector", selector, "-o", "name"])
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(names("spec.host=a.com"), "route.example.com/r1");
+    assert_eq!(
+        names("spec.port=443"),
+        "route.example.com/r1\nroute.example.com/r3"
+    );
+    // A missing field selects as "".
+    assert_eq!(names("spec.host="), "route.example.com/r3");
+    assert_eq!(
+        names("spec.host!=a.com,metadata.name!=r3"),
+        "route.example.com/r2"
+    );
+    let err = k.fail(
+        &["get", "routes", "--field-selector", "spec.weight=1"],
+        None,
+    );
+    assert!(
+        err.contains("\"spec.weight\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""),
+        "{err}"
+    );
+    // The watch saw r1 only; moving r1 off the host is its DELETED.
+    let ev = watch.next(Duration::from_secs(5)).await.expect("r1 added");
+    assert_eq!(
+        (
+            ev["type"].as_str(),
+            ev["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("ADDED"), Some("r1"))
+    );
+    k.ok(&[
+        "patch",
+        "route",
+        "r1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"host":"c.com"}}"#,
+    ]);
+    let ev = watch.next(Duration::from_secs(5)).await.expect("r1 left");
+    assert_eq!(
+        (
+            ev["type"].as_str(),
+            ev["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("DELETED"), Some("r1"))
+    );
+    // A CRD whose selectable field is not a string, boolean or integer.
+    let bad = ROUTE_CRD
+        .replace("routes.example.com", "paths.example.com")
+        .replace(
+            "{plural: routes, singular: route, kind: Route}",
+            "{plural: paths, singular: path, kind: Path}",
+        )
+        .replace("{jsonPath: .spec.port}", "{jsonPath: .spec.weight}");
+    let err = k.fail(&["apply", "-f", "-"], Some(&bad));
+    assert!(
+        err.contains("spec.selectableFields[1].jsonPath: Invalid value: \".spec.weight\": must point to a field of type string, boolean or integer."),
+        "{err}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn finalizers_hold_deletion() {
     let k = Kube::new().await;

@@ -1,6 +1,7 @@
 //! The checks a CRD's `openAPIV3Schema` must pass before the CRD is stored,
 //! beyond its shape: `uniqueItems` is refused (quadratic to check), and
-//! every `x-kubernetes-validations` rule must compile (`rules/check.rs`).
+//! every `x-kubernetes-validations` rule must compile (`rules/check.rs`);
+//! and its `selectableFields`, which name fields of that schema.
 //! Paths are named as kube names them: `spec.validation.openAPIV3Schema`
 //! when every version has the same schema (kube's internal form hoists it
 //! there), else `spec.versions[i].schema.openAPIV3Schema`.
@@ -37,7 +38,96 @@ pub(crate) fn errors(crd: &Value) -> Causes {
             node(s, &path, None, &mut errs);
         }
     }
+    let selectable: Vec<&Value> = versions.iter().map(|v| &v["selectableFields"]).collect();
+    if selectable
+        .first()
+        .is_some_and(|first| selectable.iter().all(|s| s == first))
+    {
+        // Hoisted to the spec, as kube's internal form holds them.
+        if let Some(s) = schemas.first() {
+            selectable_fields(selectable[0], s, "spec.selectableFields", &mut errs);
+        }
+    } else {
+        for (i, (fields, s)) in selectable.iter().zip(&schemas).enumerate() {
+            let path = format!("spec.versions[{i}].selectableFields");
+            selectable_fields(fields, s, &path, &mut errs);
+        }
+    }
     errs
+}
+
+/// At most this many distinct `selectableFields` a version.
+const MAX_SELECTABLE_FIELDS: usize = 8;
+
+/// kube's `validateSelectableFields`: each `jsonPath` a simple path
+/// (`.spec.host`, no array notation) to a property of `schema` of type
+/// string, boolean or integer, outside `metadata`, named once.
+fn selectable_fields(fields: &Value, schema: &Value, path: &str, errs: &mut Causes) {
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, f) in fields.as_array().into_iter().flatten().enumerate() {
+        let at = format!("{path}[{i}].jsonPath");
+        let json_path = f["jsonPath"].as_str().unwrap_or_default();
+        if json_path.is_empty() {
+            field::required(errs, at, "");
+            continue;
+        }
+        let shown = Value::String(json_path.to_owned());
+        let names: Vec<&str> = match json_path.strip_prefix('.') {
+            Some(p) if p.contains(['[', ']']) => {
+                let detail = "is an invalid path: array notation is not allowed";
+                field::invalid(errs, at, &shown, detail);
+                continue;
+            }
+            Some(p) => p.split('.').collect(),
+            None => {
+                let first = json_path.split(['.', '[']).next().unwrap_or_default();
+                let detail = format!("is an invalid path: expected [ or . but got: {first}");
+                field::invalid(errs, at, &shown, &detail);
+                continue;
+            }
+        };
+        let Some(found) = names
+            .iter()
+            .try_fold(schema, |s, name| s["properties"].get(*name))
+        else {
+            field::invalid(
+                errs,
+                at,
+                &shown,
+                "is an invalid path: does not refer to a valid field",
+            );
+            continue;
+        };
+        if names[0] == "metadata" {
+            field::invalid(errs, &at, &shown, "must not point to fields in metadata");
+        }
+        if !matches!(
+            found["type"].as_str(),
+            Some("string" | "boolean" | "integer")
+        ) {
+            field::invalid(
+                errs,
+                &at,
+                &shown,
+                "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+            );
+        }
+        let key = &json_path[1..];
+        if seen.contains(&key) {
+            field::duplicate(errs, &at, &format!("{json_path:?}"));
+        } else {
+            seen.push(key);
+        }
+    }
+    if seen.len() > MAX_SELECTABLE_FIELDS {
+        errs.push((
+            path.to_owned(),
+            format!(
+                "Too many: {}: must have at most {MAX_SELECTABLE_FIELDS} items",
+                seen.len()
+            ),
+        ));
+    }
 }
 
 /// One schema node and everything below it. `uncorrelatable` is the path
@@ -85,6 +175,71 @@ mod tests {
 
     fn crd(versions: Value) -> Value {
         json!({"spec": {"versions": versions}})
+    }
+
+    #[test]
+    fn selectable_fields_name_scalar_fields_of_the_schema() {
+        let schema = json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {"name": {"type": "string"}}},
+            "spec": {"type": "object", "properties": {
+                "host": {"type": "string"}, "port": {"type": "integer"}, "tls": {"type": "boolean"},
+                "ratio": {"type": "number"}, "rules": {"type": "array", "items": {"type": "string"}}}}}});
+        let with = |fields: Value| {
+            errors(&crd(
+                json!([{"name": "v1", "schema": {"openAPIV3Schema": schema.clone()},
+                "selectableFields": fields}]),
+            ))
+        };
+        let paths = |fs: &[&str]| Value::Array(fs.iter().map(|p| json!({"jsonPath": p})).collect());
+        assert!(with(paths(&[".spec.host", ".spec.port", ".spec.tls"])).is_empty());
+        let errs = with(paths(&[
+            ".spec.ratio",
+            ".spec.nope",
+            "spec.host",
+            ".spec.rules[0]",
+            ".metadata.name",
+            ".spec.host",
+            "",
+        ]));
+        let at = |i: usize| format!("spec.selectableFields[{i}].jsonPath");
+        assert_eq!(
+            errs,
+            [
+                (at(0), "Invalid value: \".spec.ratio\": must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.".into()),
+                (at(1), "Invalid value: \".spec.nope\": is an invalid path: does not refer to a valid field".into()),
+                (at(2), "Invalid value: \"spec.host\": is an invalid path: expected [ or . but got: spec".into()),
+                (at(3), "Invalid value: \".spec.rules[0]\": is an invalid path: array notation is not allowed".into()),
+                (at(4), "Invalid value: \".metadata.name\": must not point to fields in metadata".into()),
+                (at(6), "Required value".into()),
+            ]
+        );
+        assert_eq!(
+            with(paths(&[".spec.host", ".spec.host"])),
+            [(at(1), "Duplicate value: \".spec.host\"".to_owned())]
+        );
+        let nine: Vec<String> = (0..9).map(|i| format!(".spec.f{i}")).collect();
+        let mut many = schema.clone();
+        for i in 0..9 {
+            many["properties"]["spec"]["properties"][format!("f{i}")] = json!({"type": "string"});
+        }
+        let errs = errors(&crd(
+            json!([{"name": "v1", "schema": {"openAPIV3Schema": many},
+            "selectableFields": paths(&nine.iter().map(String::as_str).collect::<Vec<_>>())}]),
+        ));
+        assert_eq!(
+            errs,
+            [(
+                "spec.selectableFields".to_owned(),
+                "Too many: 9: must have at most 8 items".to_owned()
+            )]
+        );
+        // Versions that differ are named by index.
+        let errs = errors(&crd(json!([
+            {"name": "v1", "schema": {"openAPIV3Schema": schema.clone()}, "selectableFields": paths(&[".spec.host"])},
+            {"name": "v2", "schema": {"openAPIV3Schema": schema.clone()}, "selectableFields": paths(&[".spec.x"])},
+        ])));
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].0, "spec.versions[1].selectableFields[0].jsonPath");
     }
 
     #[test]
