@@ -7,8 +7,10 @@
 //!
 //! The plugin reconciles Nodes; each reconcile does what that node's
 //! kubelet would do now: keep the node's status and heartbeat Lease
-//! current (recording `Starting` and `NodeReady` on its first report, as a
-//! kubelet does when it starts), and sync the pods bound to it (found through the host's index
+//! current (recording `Starting`, `NodeHasSufficientMemory`,
+//! `NodeHasNoDiskPressure`, `NodeHasSufficientPID`, `NodeAllocatableEnforced`
+//! and `NodeReady` on its first report, as a kubelet does when it starts),
+//! and sync the pods bound to it (found through the host's index
 //! of pods by `spec.nodeName`). A node without `spec.podCIDR` is given a
 //! block no other node has, as the node IPAM controller does, and reports
 //! nothing until the block is its own, so pod IPs and node InternalIPs are

@@ -164,9 +164,10 @@ pub(crate) struct Report<'a> {
     pub status: Option<NodeStatus<'a>>,
     /// When the status is next written unless something changes first.
     pub due: Time,
-    /// The events a kubelet records as this status is written: `Starting`
-    /// when the node has never been reported, and `NodeReady` when it was
-    /// not reported ready before (every report says ready).
+    /// The events a kubelet records as this status is written: `Starting`,
+    /// each condition's state and `NodeAllocatableEnforced` when the node
+    /// has never been reported, and `NodeReady` when it was not reported
+    /// ready before (every report says ready).
     pub events: Vec<Event>,
 }
 
@@ -189,9 +190,22 @@ pub(crate) fn report<'a>(node: &'a Node<'a>, node_ip: Ipv4, now: Time) -> Report
         };
     }
     let name = &*node.metadata.name;
-    let now_ready = Event::normal("NodeReady", format!("Node {name} status is now: NodeReady"));
+    let now_is = |state: &str| Event::normal(state, format!("Node {name} status is now: {state}"));
+    let now_ready = now_is("NodeReady");
     let events = match ready.map(|c| c.status == "True") {
-        None => vec![Event::normal("Starting", "Starting kubelet."), now_ready],
+        // As a kubelet's first status: each condition's initial state, the
+        // allocatable it enforces, then ready.
+        None => vec![
+            Event::normal("Starting", "Starting kubelet."),
+            now_is("NodeHasSufficientMemory"),
+            now_is("NodeHasNoDiskPressure"),
+            now_is("NodeHasSufficientPID"),
+            Event::normal(
+                "NodeAllocatableEnforced",
+                "Updated Node Allocatable limit across pods",
+            ),
+            now_ready,
+        ],
         Some(false) => vec![now_ready],
         Some(true) => Vec::new(),
     };

@@ -289,7 +289,17 @@ fn settings_turn_start_events_off_and_unknown_ones_are_refused() {
     assert_eq!(pod_patches(&out).len(), 1);
     // The node's own events only.
     let reasons: Vec<&str> = out.events.iter().map(|e| e.reason.as_str()).collect();
-    assert_eq!(reasons, ["Starting", "NodeReady"]);
+    assert_eq!(
+        reasons,
+        [
+            "Starting",
+            "NodeHasSufficientMemory",
+            "NodeHasNoDiskPressure",
+            "NodeHasSufficientPID",
+            "NodeAllocatableEnforced",
+            "NodeReady"
+        ]
+    );
     let err = H::with_settings(json!({"startEvents": false}))
         .err()
         .unwrap();
@@ -406,6 +416,10 @@ fn the_first_report_records_starting_and_node_ready() {
         reasons(&step(&mut h, 0)),
         [
             "Starting: Starting kubelet.",
+            "NodeHasSufficientMemory: Node node-1 status is now: NodeHasSufficientMemory",
+            "NodeHasNoDiskPressure: Node node-1 status is now: NodeHasNoDiskPressure",
+            "NodeHasSufficientPID: Node node-1 status is now: NodeHasSufficientPID",
+            "NodeAllocatableEnforced: Updated Node Allocatable limit across pods",
             "NodeReady: Node node-1 status is now: NodeReady"
         ]
     );

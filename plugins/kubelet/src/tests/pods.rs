@@ -69,13 +69,17 @@ fn a_bound_pod_becomes_running_with_conditions_ip_and_statuses() {
         [
             // The node's, on its first report.
             "Starting: Starting kubelet.",
+            "NodeHasSufficientMemory: Node node-1 status is now: NodeHasSufficientMemory",
+            "NodeHasNoDiskPressure: Node node-1 status is now: NodeHasNoDiskPressure",
+            "NodeHasSufficientPID: Node node-1 status is now: NodeHasSufficientPID",
+            "NodeAllocatableEnforced: Updated Node Allocatable limit across pods",
             "NodeReady: Node node-1 status is now: NodeReady",
             "Pulled: Container image \"nginx:1.27\" already present on machine",
             "Created: Created container app",
             "Started: Started container app",
         ]
     );
-    let about = out.events[2].regarding.as_ref().unwrap();
+    let about = out.events[6].regarding.as_ref().unwrap();
     assert_eq!(about, &pod_key("web-1"));
 }
 
