@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use jsonpath_rust::parser::model::JpQuery;
 use serde_json::Value;
 
 use crate::schema::{KindSchema, Schema};
@@ -20,7 +21,35 @@ pub(crate) struct ScalePaths {
 pub(crate) struct PrinterColumn {
     pub(crate) name: String,
     pub(crate) type_: String,
+    pub(crate) format: String,
+    pub(crate) description: String,
+    /// Above 0: shown only in the wide output (`kubectl get -o wide`).
+    pub(crate) priority: i64,
     pub(crate) json_path: String,
+    /// The path parsed as JSONPath when it is more than members joined by
+    /// dots (`.status.conditions[?(@.type=="Ready")].status`); `None` for a
+    /// dotted path, read member by member, and for one that does not parse.
+    pub(crate) query: Option<JpQuery>,
+}
+
+impl PrinterColumn {
+    fn of(c: &Value) -> Self {
+        let s = |k: &str| c[k].as_str().unwrap_or_default().to_owned();
+        let json_path = s("jsonPath");
+        let query = json_path
+            .contains(['[', '*', '@', '\'', '"'])
+            .then(|| jsonpath_rust::parser::parse_json_path(&format!("${json_path}")).ok())
+            .flatten();
+        Self {
+            name: s("name"),
+            type_: c["type"].as_str().unwrap_or("string").to_owned(),
+            format: s("format"),
+            description: s("description"),
+            priority: c["priority"].as_i64().unwrap_or(0),
+            json_path,
+            query,
+        }
+    }
 }
 
 /// One served resource (a group/version/plural).
@@ -560,15 +589,7 @@ pub(crate) fn from_crd(crd: &Value) -> Result<Resource, Vec<(String, String)>> {
         });
     let printer_columns = first["additionalPrinterColumns"]
         .as_array()
-        .map(|cols| {
-            cols.iter()
-                .map(|c| PrinterColumn {
-                    name: c["name"].as_str().unwrap_or_default().into(),
-                    type_: c["type"].as_str().unwrap_or("string").into(),
-                    json_path: c["jsonPath"].as_str().unwrap_or_default().into(),
-                })
-                .collect()
-        })
+        .map(|cols| cols.iter().map(PrinterColumn::of).collect())
         .unwrap_or_default();
     let strings = |p: &str| -> Vec<String> {
         crd["spec"]["names"][p]

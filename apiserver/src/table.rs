@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::printers::{self, Column};
 use crate::request::Query;
-use crate::resources::Resource;
+use crate::resources::{PrinterColumn, Resource};
 use crate::status::{ApiError, ApiResult};
 use crate::time::{human_age, now_secs, parse_rfc3339};
 
@@ -57,7 +57,8 @@ pub(crate) fn columns(res: &Resource) -> Vec<Value> {
     if !res.builtin && !res.printer_columns.is_empty() {
         let mut cols = vec![definition("Name", "string", "name", 0)];
         for c in &res.printer_columns {
-            cols.push(definition(&c.name, &c.type_, "", 0));
+            cols.push(json!({"name": c.name, "type": c.type_, "format": c.format,
+                "description": c.description, "priority": c.priority}));
         }
         return cols;
     }
@@ -83,20 +84,46 @@ fn json_path<'a>(v: &'a Value, path: &str) -> &'a Value {
     cur
 }
 
+/// The first value a printer column's path finds, as kube's table
+/// convertor takes it (`null` when it finds none).
+fn column_value<'a>(v: &'a Value, c: &PrinterColumn) -> &'a Value {
+    match &c.query {
+        Some(q) => jsonpath_rust::query::js_path_process(q, v)
+            .ok()
+            .and_then(|found| found.into_iter().next())
+            .map_or(&Value::Null, |r| r.val()),
+        None => json_path(v, &c.json_path),
+    }
+}
+
+/// A printer column's cell as kube's `cellForJSONValue` makes it from the
+/// value found: of the column's type or empty, a `date` as an age, and a
+/// `string` column printing whatever it found.
+fn column_cell(type_: &str, value: &Value) -> Value {
+    match (type_, value) {
+        (_, Value::Null) => Value::Null,
+        ("integer", Value::Number(n)) => match n.as_i64() {
+            Some(i) => json!(i),
+            None => json!(n.as_f64().unwrap_or_default() as i64),
+        },
+        ("number", Value::Number(n)) => json!(n.as_f64()),
+        ("boolean", Value::Bool(b)) => json!(b),
+        ("date", Value::String(t)) => match parse_rfc3339(t) {
+            Some(t) => json!(human_age(now_secs() - t)),
+            None => json!("<invalid>"),
+        },
+        ("string", Value::String(s)) => json!(s),
+        ("string", other) => json!(other.to_string()),
+        _ => Value::Null,
+    }
+}
+
 /// Cells for one object.
 pub(crate) fn cells(res: &Resource, v: &Value) -> Vec<Value> {
     if !res.builtin && !res.printer_columns.is_empty() {
         let mut c = vec![name(v)];
         for pc in &res.printer_columns {
-            let val = json_path(v, &pc.json_path);
-            c.push(if pc.type_ == "date" {
-                match val.as_str().and_then(parse_rfc3339) {
-                    Some(t) => json!(human_age(now_secs() - t)),
-                    None => val.clone(),
-                }
-            } else {
-                val.clone()
-            });
+            c.push(column_cell(&pc.type_, column_value(v, pc)));
         }
         return c;
     }
@@ -186,6 +213,48 @@ mod tests {
         assert_eq!(c[2], "Running");
         assert_eq!(c[3], "2");
         assert_eq!(columns(&res("pods")).len(), c.len());
+    }
+
+    #[test]
+    fn custom_columns_follow_their_json_paths_types_and_priorities() {
+        let crd = json!({"metadata": {"name": "certs.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+        "names": {"plural": "certs", "kind": "Cert"},
+        "versions": [{"name": "v1", "served": true, "storage": true,
+            "additionalPrinterColumns": [
+                {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
+                {"name": "Secret", "type": "string", "jsonPath": ".spec.secret-name"},
+                {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+                {"name": "Issuer", "type": "string", "jsonPath": ".spec.issuerRef", "priority": 1},
+                {"name": "First", "type": "string", "jsonPath": ".spec.dnsNames[0]"},
+                {"name": "Renewed", "type": "date", "jsonPath": ".status.renewed"},
+                {"name": "Missing", "type": "boolean", "jsonPath": ".status.nothing"},
+            ]}]}});
+        let certs = crate::resources::from_crd(&crd).unwrap();
+        let cert = json!({"metadata": {"name": "c"},
+            "spec": {"secret-name": "tls", "replicas": 2.0, "issuerRef": {"name": "ca"}, "dnsNames": ["a.com", "b.com"]},
+            "status": {"renewed": "not a time", "conditions": [
+                {"type": "Issuing", "status": "False"}, {"type": "Ready", "status": "True"}]}});
+        assert_eq!(
+            cells(&certs, &cert),
+            [
+                json!("c"),
+                json!("True"),
+                json!("tls"),
+                json!(2),
+                json!("{\"name\":\"ca\"}"),
+                json!("a.com"),
+                json!("<invalid>"),
+                Value::Null
+            ]
+        );
+        let cols = columns(&certs);
+        let priorities: Vec<i64> = cols
+            .iter()
+            .map(|c| c["priority"].as_i64().unwrap())
+            .collect();
+        assert_eq!(priorities, [0, 0, 0, 0, 1, 0, 0, 0]);
+        assert_eq!(cols[5]["name"], "First");
     }
 
     #[test]

@@ -514,6 +514,66 @@ async fn custom_resources_are_selected_by_their_selectable_fields() {
     );
 }
 
+/// A CRD's printer columns as kubectl shows them from a cluster: a column
+/// of priority 1 only with `-o wide`, a JSONPath filter picking one
+/// condition's status, a number in an `integer` column.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn custom_printer_columns_as_a_cluster_prints_them() {
+    let k = Kube::new().await;
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: certs.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: certs, singular: cert, kind: Cert}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    additionalPrinterColumns:
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Secret, type: string, jsonPath: .spec.secretName, priority: 1}
+"#,
+        ),
+    );
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/certs.example.com",
+        "--timeout=10s",
+    ]);
+    k.ok_in(
+        &["create", "-f", "-"],
+        Some(
+            "apiVersion: example.com/v1\nkind: Cert\nmetadata: {name: c}\nspec: {replicas: 2, secretName: tls}\nstatus: {conditions: [{type: Issuing, status: 'False'}, {type: Ready, status: 'True'}]}\n",
+        ),
+    );
+    let rows = |args: &[&str]| -> Vec<Vec<String>> {
+        k.ok(args)
+            .lines()
+            .map(|l| l.split_whitespace().map(str::to_owned).collect())
+            .collect()
+    };
+    assert_eq!(
+        rows(&["get", "certs"]),
+        [["NAME", "READY", "REPLICAS"], ["c", "True", "2"]]
+    );
+    assert_eq!(
+        rows(&["get", "certs", "-o", "wide"]),
+        [
+            ["NAME", "READY", "REPLICAS", "SECRET"],
+            ["c", "True", "2", "tls"]
+        ]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn finalizers_hold_deletion() {
     let k = Kube::new().await;
