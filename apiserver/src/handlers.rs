@@ -27,7 +27,7 @@ use crate::status::ApiResult;
 use crate::update::{self, Next};
 use crate::user::User;
 use crate::write::{self, DeleteOptions, Part};
-use crate::{convert, limits, list, managed, represent, subresource, watch, yaml};
+use crate::{convert, custom_lists, limits, list, managed, represent, subresource, watch, yaml};
 
 /// Serves a request on a resource (or one of its subresources), adding the
 /// `Warning` headers its handling asked for.
@@ -139,12 +139,14 @@ async fn serve(
                 crate::certificates::set_requester(&mut obj, &ctx.user);
             }
             if obj.is_object() {
-                managed::record_update(
-                    &Value::Null,
-                    &mut obj,
-                    &field_manager(&ctx.q, &ua),
-                    &ctx.res.api_version(&ctx.version),
-                );
+                custom_lists::with(ctx.res.custom_lists(&ctx.version), || {
+                    managed::record_update(
+                        &Value::Null,
+                        &mut obj,
+                        &field_manager(&ctx.q, &ua),
+                        &ctx.res.api_version(&ctx.version),
+                    );
+                });
             }
             // Admission's work that needs no lock is done before it.
             let req = ctx.req();
@@ -349,7 +351,9 @@ async fn patch_object(
         }
         let v = convert::from_version(&ctx.res, &ctx.version, v);
         let mut new = write::merge_parts(&req, &old.value, v, part);
-        managed::record_update(&old.value, &mut new, &manager, &api_version);
+        custom_lists::with(ctx.res.custom_lists(&ctx.version), || {
+            managed::record_update(&old.value, &mut new, &manager, &api_version);
+        });
         Ok(Next::Update(new))
     })?;
     ctx.warn(warnings);

@@ -18,6 +18,7 @@ mod causes;
 mod certificates;
 mod context;
 mod convert;
+mod custom_lists;
 mod defaults;
 mod discovery;
 mod durability;

@@ -5,14 +5,16 @@
 //! itself with [`record_update`].
 //!
 //! A field set is a set of paths; a path is a list of `fieldsV1` segments
-//! (`f:spec`, `k:{"name":"web"}`). List items are keyed by the same merge keys
-//! the strategic merge patch uses; other lists are atomic.
+//! (`f:spec`, `k:{"name":"web"}`). A built-in kind's list items are keyed by
+//! the same merge keys the strategic merge patch uses, a custom resource's
+//! as its schema's list types say (`custom_lists.rs`); other lists are atomic.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value, json};
 
+use crate::custom_lists;
 use crate::object::meta_mut;
 use crate::patch;
 use crate::time::now_rfc3339;
@@ -68,7 +70,13 @@ fn member(k: &str) -> String {
     s
 }
 
+/// The segment of `item` of list `field`: `k:{..}` for a keyed item (a
+/// custom resource's `v:` for a set's, see `custom_lists.rs`); `None` when
+/// the list is atomic.
 fn item_key(field: &str, item: &Value) -> Option<String> {
+    if let Some(custom) = custom_lists::read(|l| l.map(|l| l.segment(field, item))) {
+        return custom;
+    }
     let key = patch::merge_key(field, item)?;
     let id = item.get(key)?;
     // `k:{"name":"web"}`: the one-member object `{key: id}` as compact JSON,
@@ -157,8 +165,11 @@ fn fields_v1_of(v: &Value) -> Map<String, Value> {
                     return;
                 };
                 for (i, key) in a.iter().zip(keys) {
+                    let keyed = key.starts_with("k:");
                     let item = node(at, key);
-                    item.entry(".").or_insert_with(|| Value::Object(Map::new()));
+                    if keyed {
+                        item.entry(".").or_insert_with(|| Value::Object(Map::new()));
+                    }
                     if let Value::Object(m) = i {
                         for (k, x) in m {
                             walk(x, k, node(item, member(k)), len + 2);

@@ -1,5 +1,7 @@
 //! Patch application: JSON merge (RFC 7386), JSON patch (RFC 6902) and a
-//! strategic merge patch covering the built-in kinds' merge keys and directives.
+//! strategic merge patch covering the built-in kinds' merge keys and
+//! directives (and, for server-side apply, a custom resource's list types:
+//! `custom_lists.rs`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -7,6 +9,7 @@ use json_patch::PatchOperation;
 use json_patch::jsonptr::{Pointer, index::Index};
 use serde_json::{Map, Value};
 
+use crate::custom_lists::{self, ListType};
 use crate::limits::{MAX_JSON_PATCH_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS};
 use crate::nesting;
 use crate::status::{ApiError, ApiResult};
@@ -316,6 +319,9 @@ fn merge_map(target: &mut Map<String, Value>, patch: &Map<String, Value>) -> Res
 /// `n * m`: lists can be long (a pod's env, a Service's ports, an
 /// EndpointSlice's endpoints) and the patch is the client's to choose.
 fn merge_list(field: &str, target: &mut Vec<Value>, patch: &[Value]) -> Result<(), String> {
+    if let Some(t) = custom_lists::read(|l| l.map(|l| l.list_type(field).clone())) {
+        return merge_custom_list(field, &t, target, patch);
+    }
     if patch
         .iter()
         .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"))
@@ -382,6 +388,57 @@ fn merge_list(field: &str, target: &mut Vec<Value>, patch: &[Value]) -> Result<(
         }
     }
     *target = items.into_iter().flatten().collect();
+    Ok(())
+}
+
+/// Merges a custom resource's list as its schema's list type says (see
+/// `custom_lists.rs`): a `map` list by its keys, a `set` as a union, any
+/// other list replaced.
+fn merge_custom_list(
+    field: &str,
+    t: &ListType,
+    target: &mut Vec<Value>,
+    patch: &[Value],
+) -> Result<(), String> {
+    let lists = custom_lists::in_effect().expect("called with custom lists in effect");
+    match t {
+        ListType::Atomic => *target = patch.iter().map(strip_directives).collect(),
+        ListType::Set => {
+            let mut present: HashSet<String> = target.iter().map(Value::to_string).collect();
+            for p in patch {
+                if present.insert(p.to_string()) {
+                    target.push(p.clone());
+                }
+            }
+        }
+        ListType::Map(keys) => {
+            let mut at: HashMap<String, usize> = HashMap::new();
+            for (i, item) in target.iter().enumerate() {
+                if let Some(seg) = lists.segment(field, item) {
+                    at.entry(seg).or_insert(i);
+                }
+            }
+            for p in patch {
+                let Some(seg) = lists.segment(field, p) else {
+                    let missing = keys.iter().find(|k| p.get(k.as_str()).is_none());
+                    return Err(format!(
+                        ".{field}: associative list with keys has an element that omits key field {:?}",
+                        missing.map_or("", String::as_str)
+                    ));
+                };
+                match at.get(&seg) {
+                    Some(&i) => match (&mut target[i], p) {
+                        (Value::Object(t), Value::Object(pm)) => merge_map(t, pm)?,
+                        (t, p) => *t = strip_directives(p),
+                    },
+                    None => {
+                        at.insert(seg, target.len());
+                        target.push(strip_directives(p));
+                    }
+                }
+            }
+        }
+    }
     Ok(())
 }
 

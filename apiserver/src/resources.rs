@@ -156,6 +156,16 @@ impl Resource {
             .map_or(&[], |(_, f)| f.as_slice())
     }
 
+    /// How a custom resource's lists of `version` merge in server-side
+    /// apply and managed fields (`None` for built-in kinds and a CRD
+    /// without a schema).
+    pub(crate) fn custom_lists(
+        &self,
+        version: &str,
+    ) -> Option<Arc<crate::custom_lists::CustomLists>> {
+        self.schema(version).and_then(|s| s.lists())
+    }
+
     /// The schema objects of `version` are pruned with, if any.
     pub(crate) fn schema(&self, version: &str) -> Option<KindSchema> {
         if self.builtin {

@@ -19,6 +19,8 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
+use crate::custom_lists::CustomLists;
+
 /// One schema node.
 #[derive(Debug, Clone, PartialEq)]
 enum Node {
@@ -63,6 +65,9 @@ pub(crate) struct KindSchema {
     values: Option<Arc<Value>>,
     /// Its `x-kubernetes-validations`, compiled (`None` when it has none).
     rules: Option<Arc<rules::Rules>>,
+    /// How its lists merge in server-side apply (`None`: a built-in kind's,
+    /// by strategic merge keys).
+    lists: Option<Arc<CustomLists>>,
 }
 
 pub(crate) use definition::errors as definition_errors;
@@ -117,6 +122,7 @@ pub(crate) fn builtin(group: &str, version: &str, kind: &str) -> Option<KindSche
         root,
         values: None,
         rules: None,
+        lists: None,
     })
 }
 
@@ -195,6 +201,7 @@ impl Schema {
             root: r,
             values: Some(Arc::new(root.clone())),
             rules: rules::Rules::compile(root).map(Arc::new),
+            lists: Some(Arc::new(CustomLists::of_schema(root))),
         }
     }
 
@@ -276,6 +283,11 @@ impl KindSchema {
         prune_node(&self.schema, self.root, v, &mut String::new(), &mut unknown);
         unknown.sort();
         unknown
+    }
+
+    /// How a custom resource's lists merge (`None` for a built-in kind).
+    pub(crate) fn lists(&self) -> Option<Arc<CustomLists>> {
+        self.lists.clone()
     }
 
     /// Defaults a custom resource as kube does on decode (`schema/defaults.rs`):

@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::custom_lists;
 use crate::managed::{
     Entry, FieldSet, Lookup, Path, Step, differs, entries, field_set, store_entries,
 };
@@ -54,9 +55,10 @@ fn display(path: &[String]) -> String {
             .strip_prefix("k:")
             .map(serde_json::from_str::<Map<String, Value>>)
         {
-            for (k, v) in key {
-                s.push_str(&format!("[{k}={v}]"));
-            }
+            let pairs: Vec<String> = key.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            s.push_str(&format!("[{}]", pairs.join(",")));
+        } else if let Some(v) = seg.strip_prefix("v:") {
+            s.push_str(&format!("[={v}]"));
         }
     }
     s
@@ -86,6 +88,21 @@ fn conflicts(
 /// create or the successor to store. Computed without the store's lock
 /// (see `update.rs`).
 pub(crate) fn apply(
+    req: &Req<'_>,
+    name: &str,
+    existing: Option<&Current>,
+    applied: Value,
+    manager: &str,
+    force: bool,
+    part: Part,
+) -> ApiResult<Next> {
+    // A custom resource's lists merge as its schema says.
+    custom_lists::with(req.res.custom_lists(req.version), || {
+        apply_merged(req, name, existing, applied, manager, force, part)
+    })
+}
+
+fn apply_merged(
     req: &Req<'_>,
     name: &str,
     existing: Option<&Current>,

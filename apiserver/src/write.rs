@@ -521,7 +521,9 @@ pub(crate) fn replacement(
     }
     let mut new = merge_parts(req, &old.value, body, part);
     if let Some((manager, api_version)) = manager {
-        crate::managed::record_update(&old.value, &mut new, manager, api_version);
+        crate::custom_lists::with(req.res.custom_lists(req.version), || {
+            crate::managed::record_update(&old.value, &mut new, manager, api_version);
+        });
     }
     Ok(new)
 }

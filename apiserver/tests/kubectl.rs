@@ -7,6 +7,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::kubectl::Kube;
+use serde_json::json;
 
 const DEPLOYMENT: &str = "
 apiVersion: apps/v1
@@ -511,6 +512,144 @@ async fn custom_resources_are_selected_by_their_selectable_fields() {
     assert!(
         err.contains("spec.selectableFields[1].jsonPath: Invalid value: \".spec.weight\": must point to a field of type string, boolean or integer."),
         "{err}"
+    );
+}
+
+/// Server-side apply of a custom resource merges its lists as the CRD's
+/// schema says: a `map` list by its keys (each manager owning its items),
+/// a `set` as a union, any other list whole; conflicts name the item as
+/// kube does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn server_side_apply_merges_custom_lists_by_their_list_type() {
+    let k = Kube::new().await;
+    k.ok_in(
+        &["apply", "-f", "-"],
+        Some(
+            "
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gateways.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gateways, singular: gateway, kind: Gateway}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              listeners:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [port, protocol]
+                items:
+                  type: object
+                  required: [port, protocol]
+                  properties:
+                    port: {type: integer}
+                    protocol: {type: string}
+                    name: {type: string}
+              hosts:
+                type: array
+                x-kubernetes-list-type: set
+                items: {type: string}
+              notes:
+                type: array
+                items: {type: string}
+",
+        ),
+    );
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/gateways.example.com",
+        "--timeout=10s",
+    ]);
+    let apply =
+        |manager: &str, spec: &str| {
+            k.run(
+            &["apply", "--server-side", "--field-manager", manager, "-f", "-"],
+            Some(&format!(
+                "apiVersion: example.com/v1\nkind: Gateway\nmetadata: {{name: gw}}\nspec: {spec}\n"
+            )),
+        )
+        };
+    let spec = || k.json(&["get", "gateway", "gw"])["spec"].clone();
+    assert!(
+        apply(
+            "a",
+            "{listeners: [{port: 80, protocol: TCP, name: web}], hosts: [a.com], notes: [one]}"
+        )
+        .status
+        .success()
+    );
+    assert!(
+        apply(
+            "b",
+            "{listeners: [{port: 443, protocol: TCP, name: tls}], hosts: [b.com]}"
+        )
+        .status
+        .success()
+    );
+    assert_eq!(
+        spec(),
+        json!({
+            "listeners": [
+                {"port": 80, "protocol": "TCP", "name": "web"},
+                {"port": 443, "protocol": "TCP", "name": "tls"},
+            ],
+            "hosts": ["a.com", "b.com"],
+            "notes": ["one"],
+        })
+    );
+    let managed =
+        k.json(&["get", "gateway", "gw", "--show-managed-fields"])["metadata"]["managedFields"]
+            .clone();
+    let b = managed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "b")
+        .unwrap();
+    assert_eq!(
+        b["fieldsV1"],
+        json!({"f:spec": {
+            "f:hosts": {r#"v:"b.com""#: {}},
+            "f:listeners": {r#"k:{"port":443,"protocol":"TCP"}"#: {".": {}, "f:name": {}, "f:port": {}, "f:protocol": {}}},
+        }})
+    );
+    // Another manager's value for an item a owns is a conflict, named by its keys.
+    let out = apply("b", "{listeners: [{port: 80, protocol: TCP, name: other}]}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"conflict with "a" using example.com/v1: .spec.listeners[port=80,protocol="TCP"].name"#),
+        "{err}"
+    );
+    // A manager that stops applying its item removes it; an atomic list
+    // applied by another manager is taken whole (with force).
+    assert!(apply("a", "{hosts: [a.com]}").status.success());
+    let out = k.run(
+        &["apply", "--server-side", "--force-conflicts", "--field-manager", "b", "-f", "-"],
+        Some("apiVersion: example.com/v1\nkind: Gateway\nmetadata: {name: gw}\nspec: {listeners: [{port: 443, protocol: TCP, name: tls}], hosts: [b.com], notes: [two]}\n"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        spec(),
+        json!({
+            "listeners": [{"port": 443, "protocol": "TCP", "name": "tls"}],
+            "hosts": ["a.com", "b.com"],
+            "notes": ["two"],
+        })
     );
 }
 
