@@ -87,10 +87,12 @@
 
 mod backoff;
 mod job;
+mod orphans;
 mod per_index;
 mod pods;
 mod policy;
 mod success;
+mod tracking;
 
 use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
@@ -98,12 +100,13 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use windlass_sdk::conditions;
 use windlass_sdk::{
-    Controller, DeleteOptions, Error, Event, Manifest, Object, Outcome, Propagation, Request, Time,
-    Watch,
+    Controller, DeleteOptions, Error, Event, Manifest, Object, ObjectRef, Outcome, Propagation,
+    Request, Time, Watch,
 };
 
 use job::{Spec, Stored, format_indexes};
 use pods::{NewPod, Phase, Pod};
+use tracking::Plan;
 
 /// The Job controller.
 pub struct JobController;
@@ -113,23 +116,46 @@ impl Controller for JobController {
         Manifest::new("job", Watch::kind("batch/v1", "Job"))
             .version(env!("CARGO_PKG_VERSION"))
             .owns(Watch::kind("v1", "Pod"))
+            // The same informer: `map` finds the pods no Job holds any
+            // more that still carry the finalizer (`orphans.rs`).
+            .reads(Watch::kind("v1", "Pod"))
             .max_concurrency(4)
     }
 
     fn reconcile(req: Request) -> Result<Outcome, Error> {
-        reconcile(&req)
+        let mut out = reconcile(&req)?;
+        for (target, patch) in orphans::releases(&req.key, req.object.is_none())? {
+            out = out.merge_patch(target, patch);
+        }
+        Ok(out)
+    }
+
+    fn map(changed: &Object) -> Vec<ObjectRef> {
+        orphans::map(changed)
     }
 }
 
 windlass_sdk::export!(JobController);
 
 fn reconcile(req: &Request) -> Result<Outcome, Error> {
-    // Gone, or being deleted: its pods are garbage-collected.
-    let Some(job) = req.live_object() else {
+    // Gone: its pods are the garbage collector's (and `orphans.rs`'s).
+    let Some(job) = req.object.as_ref() else {
         return Ok(Outcome::new());
     };
     let stored = Stored::of(job);
     let now = req.now;
+    if job.is_being_deleted() {
+        // As upstream, a Job being deleted lets go of every pod it tracks:
+        // the garbage collector deletes them, and they must not be held.
+        if job::managed_elsewhere(job).is_some() {
+            return Ok(Outcome::new());
+        }
+        let pods: Vec<Pod> = req
+            .owned_of("v1", "Pod")
+            .map(|p| Pod::of(p, None))
+            .collect();
+        return Ok(release_all(Outcome::new(), &pods));
+    }
     if job::managed_elsewhere(job).is_some() {
         // Another controller runs it, as upstream's job controller leaves
         // it; the TTL still deletes it once finished (upstream's
@@ -159,11 +185,23 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
         ));
     }
     run.decide(job)?;
+    run.track();
     run.outcome(job)
 }
 
-/// A finished Job: nothing more runs; pods still running are deleted, and
-/// the TTL, if it has one, deletes the Job.
+/// Takes the finalizer off every pod that still carries it, uncounted (the
+/// Job is finished or going).
+fn release_all(mut out: Outcome, pods: &[Pod]) -> Outcome {
+    for p in pods.iter().filter(|p| p.tracked) {
+        let (target, patch) = p.release.clone();
+        out = out.merge_patch(target, patch);
+    }
+    out
+}
+
+/// A finished Job: nothing more runs; a pod still tracked is let go (as
+/// upstream's `syncOrphanPod` lets go of a finished Job's), pods still
+/// running are deleted, and the TTL, if it has one, deletes the Job.
 fn finished_job(
     job: &Object,
     spec: &Spec,
@@ -171,7 +209,7 @@ fn finished_job(
     finished: Option<Time>,
     now: Time,
 ) -> Outcome {
-    let mut out = Outcome::new();
+    let mut out = release_all(Outcome::new(), pods);
     for p in pods.iter().filter(|p| p.phase == Phase::Active) {
         out = out.delete(p.object_ref());
     }
@@ -279,11 +317,23 @@ struct Run<'a> {
     deletes: Vec<&'a Pod>,
     events: Vec<Event>,
     requeue: Option<Duration>,
+    /// The ending decided, whose final condition waits for the pods.
+    ending: Option<Ending>,
+    /// What the tracking finalizer's bookkeeping writes (`track`).
+    plan: Plan<'a>,
 }
 
 impl<'a> Run<'a> {
     fn new(spec: &'a Spec, stored: &'a Stored, pods: &'a [Pod], now: Time) -> Self {
         let count = |phase| pods.iter().filter(|p| p.phase == phase).count() as u32;
+        // What the status counts, what is in flight, and what ended since.
+        let effective = tracking::effective(
+            spec,
+            stored.succeeded,
+            stored.failed,
+            &stored.uncounted,
+            pods,
+        );
         let mut completed = BTreeSet::new();
         let succeeded = if spec.indexed {
             let limit = spec.completions.unwrap_or(0);
@@ -296,7 +346,7 @@ impl<'a> Run<'a> {
             completed.retain(|&i| i < limit);
             completed.len() as u32
         } else {
-            stored.succeeded.max(count(Phase::Succeeded))
+            effective.0
         };
         let counted = pods.iter().filter(|p| p.counted_failure()).count() as u32;
         Run {
@@ -305,7 +355,7 @@ impl<'a> Run<'a> {
             pods,
             now,
             succeeded,
-            failed: stored.failed.max(counted),
+            failed: effective.1,
             ignored: count(Phase::Failed) - counted,
             completed,
             failed_indexes: per_index::failed_indexes(spec, stored, pods),
@@ -316,6 +366,8 @@ impl<'a> Run<'a> {
             deletes: Vec::new(),
             events: Vec::new(),
             requeue: None,
+            ending: None,
+            plan: Plan::default(),
         }
     }
 
@@ -347,20 +399,51 @@ impl<'a> Run<'a> {
         self.deletes.extend(active);
     }
 
-    /// Ends the Job: its interim condition, the running pods deleted, and
-    /// once none of its pods is terminating the final condition (with
-    /// `completionTime` for `Complete`) and its event, as upstream's
-    /// `enactJobFinished` waits for them.
+    /// Ends the Job: its interim condition and the running pods deleted;
+    /// the final condition waits (`conclude`).
     fn finish(&mut self, end: Ending) {
         let stopping: Vec<&'a Pod> = self.active().collect();
-        if !end.success && !self.stored.holds(end.interim()) {
-            // Upstream counts the pods a failing Job stops as failed, once.
-            self.failed += stopping.len() as u32;
+        if !end.success {
+            // Upstream counts the tracked pods a failing Job stops as
+            // failed (once: they are recorded as such in this write).
+            self.failed += stopping.iter().filter(|p| p.tracked).count() as u32;
         }
         self.deletes.extend(stopping);
         self.condition(end.interim(), "True", &end.reason, &end.message);
+        self.ending = Some(end);
+    }
+
+    /// The tracking finalizer's bookkeeping (`tracking.rs`), then the final
+    /// condition of an ending, if it may be written now.
+    fn track(&mut self) {
+        let ending = self.ending.as_ref().map(|e| {
+            if e.success {
+                tracking::Ending::Success
+            } else {
+                tracking::Ending::Failure
+            }
+        });
+        let (spec, pods) = (self.spec, self.pods);
+        let (completed, failed_indexes) = (&self.completed, &self.failed_indexes);
+        self.plan = Plan::new(spec, &self.stored.uncounted, pods, ending, |p| {
+            per_index::held(spec, pods, completed, failed_indexes, p)
+        });
+        if let Some(end) = self.ending.take() {
+            self.conclude(end);
+        }
+    }
+
+    /// The final condition of an ending (with `completionTime` for
+    /// `Complete`) and its event, once none of the Job's pods is
+    /// terminating and every pod that ended is counted, as upstream's
+    /// `enactJobFinished` waits for them.
+    fn conclude(&mut self, end: Ending) {
         let terminating = self.pods.iter().any(|p| p.phase == Phase::Terminating);
-        if terminating || !self.deletes.is_empty() {
+        if terminating
+            || !self.deletes.is_empty()
+            || !self.plan.uncounted.is_empty()
+            || self.plan.full
+        {
             return;
         }
         self.condition(end.last(), "True", &end.reason, &end.message);
@@ -660,15 +743,12 @@ impl<'a> Run<'a> {
             .collect()
     }
 
-    /// The writes: deletes, creates, then the status if it changed.
+    /// The writes: creates, the status if it changed (which records the
+    /// pods that ended), the finalizers taken off, then deletes (after the
+    /// releases: a pod released uncounted, as a succeeding Job's running
+    /// ones, is released at the version it was read at).
     fn outcome(self, job: &Object) -> Result<Outcome, Error> {
         let mut out = Outcome::new();
-        for p in &self.deletes {
-            out = out.delete(p.object_ref()).event(Event::normal(
-                "SuccessfulDelete",
-                format!("Deleted pod: {}", p.name),
-            ));
-        }
         for new in &self.creates {
             out = out.apply(pods::new_pod(job, new)?).event(Event::normal(
                 "SuccessfulCreate",
@@ -680,6 +760,16 @@ impl<'a> Run<'a> {
             let mut updated = job.clone();
             updated.value_mut()["status"] = status;
             out = out.update_status(updated);
+        }
+        for p in &self.plan.release {
+            let (target, patch) = p.release.clone();
+            out = out.merge_patch(target, patch);
+        }
+        for p in &self.deletes {
+            out = out.delete(p.object_ref()).event(Event::normal(
+                "SuccessfulDelete",
+                format!("Deleted pod: {}", p.name),
+            ));
         }
         for e in self.events {
             out = out.event(e);
@@ -717,10 +807,18 @@ impl<'a> Run<'a> {
         if let Some(t) = completion {
             s.insert("completionTime".into(), json!(t.to_rfc3339()));
         }
+        // The counts are what the tracking has counted (an Indexed Job's
+        // successes, its completed indexes); decisions use more.
+        let succeeded = if self.spec.indexed {
+            self.completed.len() as u32
+        } else {
+            self.stored.succeeded + self.plan.moved_succeeded
+        };
+        let failed = self.stored.failed + self.plan.moved_failed;
         for (key, n) in [
             ("active", active as u32),
-            ("succeeded", self.succeeded),
-            ("failed", self.failed),
+            ("succeeded", succeeded),
+            ("failed", failed),
         ] {
             if n > 0 {
                 s.insert(key.into(), json!(n));
@@ -742,7 +840,10 @@ impl<'a> Run<'a> {
         }
         s.insert("terminating".into(), json!(terminating));
         s.insert("ready".into(), json!(ready));
-        s.insert("uncountedTerminatedPods".into(), json!({}));
+        s.insert(
+            "uncountedTerminatedPods".into(),
+            self.plan.uncounted.to_json(),
+        );
         Value::Object(s)
     }
 }
