@@ -52,11 +52,30 @@
 //!   starts the clock (`startTime`) again;
 //! - a finished Job with `ttlSecondsAfterFinished` is deleted that long
 //!   after it finished (the TTL-after-finished controller's work), its pods
-//!   with it.
+//!   with it;
+//! - pods are tracked with the `batch.kubernetes.io/job-tracking`
+//!   finalizer (`tracking.rs`), as upstream since 1.26: every pod is made
+//!   with it; one that ended, or is being deleted without having succeeded
+//!   (which counts as failed), is recorded by uid in
+//!   `uncountedTerminatedPods` (an Indexed Job's success by its index in
+//!   `completedIndexes`), then its finalizer is removed (a merge patch
+//!   carrying the pod's resourceVersion), then the next reconcile moves it
+//!   into `succeeded` or `failed`: at most 500 in flight, and each step
+//!   safe to repeat, so a pod deleted before it was counted is counted
+//!   once. Decisions count what is recorded, in flight and newly ended; the
+//!   final condition waits for nothing to be in flight. With
+//!   `backoffLimitPerIndex` an index's last failed pod keeps its finalizer
+//!   until its replacement exists;
+//! - a Job being deleted (or finished) lets go of every pod it tracks, and
+//!   pods whose Job is gone or that were orphaned are released uncounted
+//!   (`orphans.rs`): Pods are also a `reads` watch whose `map` sends such a
+//!   pod to the Job key of its own name, and a gone Job's key releases the
+//!   pods labelled with its name, so background deletion's pods do not
+//!   stay terminating.
 //!
 //! Status (`active`, `ready`, `terminating`, `succeeded`, `failed`,
-//! `startTime`, `completionTime`, `completedIndexes`, `failedIndexes`; the
-//! conditions
+//! `uncountedTerminatedPods`, `startTime`, `completionTime`,
+//! `completedIndexes`, `failedIndexes`; the conditions
 //! `SuccessCriteriaMet` and `Complete`, `FailureTarget` and `Failed`,
 //! `Suspended`) is written when it changes, and the events are upstream's:
 //! `SuccessfulCreate` ("Created pod: …"), `SuccessfulDelete`, `Completed`,
@@ -64,26 +83,24 @@
 //! `FailedIndexes`, `MaxFailedIndexesExceeded`, `Suspended`, `Resumed`,
 //! `FailedCreate`.
 //!
-//! Differences from upstream: counts are taken from the pods that exist,
-//! never lowered below what the status already says (upstream tracks them
-//! with a finalizer on each pod, which this controller does not add), and
-//! pod names are derived from the Job's uid instead of drawn at random, so
-//! a reconcile that runs again before its creates reach the cache converges
-//! the same pods rather than making more. Without the finalizer, a pod
-//! counts as failed only once its phase is `Failed` (upstream also counts
-//! a pod deleted before it ended, with `TerminatingOrFailed`), and an
-//! index's failure count is read from its failed pods that still exist
-//! (upstream holds the last one back with the finalizer until its
-//! replacement is made; here a failed pod deleted by hand before that
-//! takes its count with it). The back-off is worked out from the pods
-//! that exist (upstream keeps a record in memory): failures since the
-//! latest success to end, or with no succeeded pod left, every failure the
-//! status counts.
+//! Differences from upstream: pod names are derived from the Job's uid
+//! instead of drawn at random, so a reconcile that runs again before its
+//! creates reach the cache converges the same pods rather than making
+//! more. Upstream records, releases and counts in one sync; here the count
+//! comes in the reconcile after the release (the pods' changes requeue the
+//! Job). A pod that never had the finalizer (made before it was added)
+//! counts as already counted, as upstream's. Upstream adopts orphans its
+//! selector matches; this controller does not, and releases them. The
+//! back-off is worked out from the pods that exist (upstream keeps a
+//! record in memory): failures since the latest success to end, or with no
+//! succeeded pod left, every failure the status counts.
 //!
 //! Files: `job.rs` (the spec and the recorded status), `pods.rs` (what a
 //! pod counts as, and new pods from the template), `policy.rs` (the pod
 //! failure policy), `success.rs` (the success policy), `per_index.rs`
-//! (limits per index), `backoff.rs` (the delay before a replacement).
+//! (limits per index), `backoff.rs` (the delay before a replacement),
+//! `tracking.rs` (the finalizer's bookkeeping), `orphans.rs` (pods no Job
+//! holds).
 
 mod backoff;
 mod job;
