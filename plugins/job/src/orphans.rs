@@ -14,7 +14,9 @@
 //! so that its deletion releases them without waiting for their next
 //! change.
 
+use serde::Deserialize;
 use serde_json::Value;
+use windlass_sdk::view::{Str, nullable};
 use windlass_sdk::{Error, KindRef, Object, ObjectRef, cache};
 
 use crate::tracking::{self, release_patch};
@@ -46,10 +48,31 @@ fn is_orphan(pod: &Object) -> bool {
     }
 }
 
+/// What `map` reads first of every changed pod: its finalizers, borrowed
+/// from its text with the rest skipped (a change of any pod in the cluster
+/// comes here, and few hold the finalizer).
+#[derive(Deserialize, Default)]
+struct Held<'a> {
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    metadata: HeldMeta<'a>,
+}
+
+#[derive(Deserialize, Default)]
+struct HeldMeta<'a> {
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    finalizers: Vec<Str<'a>>,
+}
+
 /// The `map` of a changed pod: an orphan holding the finalizer is looked
 /// at under the Job key of its own name.
 pub(crate) fn map(changed: &Object) -> Vec<ObjectRef> {
-    if !changed.is("v1", "Pod") || !tracking::is_tracked(changed) || !is_orphan(changed) {
+    let held = changed.deserialize::<Held>().is_ok_and(|h| {
+        h.metadata
+            .finalizers
+            .iter()
+            .any(|f| f == tracking::FINALIZER)
+    });
+    if !held || !changed.is("v1", "Pod") || !is_orphan(changed) {
         return Vec::new();
     }
     let ns = changed.namespace().unwrap_or("default");
