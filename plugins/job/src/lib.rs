@@ -422,8 +422,13 @@ impl<'a> Run<'a> {
         let stopping: Vec<&'a Pod> = self.active().collect();
         if !end.success {
             // Upstream counts the tracked pods a failing Job stops as
-            // failed (once: they are recorded as such in this write).
-            self.failed += stopping.iter().filter(|p| p.tracked).count() as u32;
+            // failed (once: they are recorded as such in this write; the
+            // cache may still show them running after that).
+            let uncounted = &self.stored.uncounted;
+            self.failed += stopping
+                .iter()
+                .filter(|p| p.tracked && !uncounted.has(&p.uid))
+                .count() as u32;
         }
         self.deletes.extend(stopping);
         self.condition(end.interim(), "True", &end.reason, &end.message);
