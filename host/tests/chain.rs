@@ -740,6 +740,178 @@ fn cronjobs_in_time_zones(c: &Cluster) {
     c.ok(&["delete", "cronjob", "paris"], None);
 }
 
+const JOB_TRACKING: &str = "batch.kubernetes.io/job-tracking";
+
+/// A Job named `name` of `n` pods that run for an hour (gone a second
+/// after they are deleted).
+fn long_job(name: &str, n: u32) -> String {
+    format!(
+        "apiVersion: batch/v1
+kind: Job
+metadata: {{name: {name}}}
+spec:
+  completions: {n}
+  parallelism: {n}
+  template:
+    metadata:
+      annotations: {{windlass.dev/exit-after: 1h}}
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 1
+      containers: [{{name: work, image: busybox}}]
+---
+"
+    )
+}
+
+fn holds_tracking(pod: &Value) -> bool {
+    pod["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| f.iter().any(|f| f == JOB_TRACKING))
+}
+
+/// Waits until the Job `name` has `n` running pods, each carrying the
+/// tracking finalizer; returns them.
+fn running_tracked(c: &Cluster, name: &str, n: usize) -> Vec<Value> {
+    let mut found = Vec::new();
+    c.eventually(
+        &format!("{n} running pods of {name}, tracked"),
+        WAIT,
+        || {
+            let all = pods(c, "default", &format!("job-name={name}"));
+            let live: Vec<Value> = all
+                .iter()
+                .filter(|p| running_and_ready(p) && p["metadata"]["deletionTimestamp"].is_null())
+                .cloned()
+                .collect();
+            if live.len() != n || !live.iter().all(holds_tracking) {
+                return Err(format!("{all:?}"));
+            }
+            found = live;
+            Ok(())
+        },
+    );
+    found
+}
+
+/// Pods are tracked with `batch.kubernetes.io/job-tracking` as upstream's
+/// Job controller tracks them: a Job that completes leaves its pods without
+/// the finalizer and nothing in `uncountedTerminatedPods`; a running pod
+/// deleted by hand goes (the finalizer does not hold it for ever), counts
+/// as failed once and is replaced; and `kubectl delete job` collects the
+/// pods with any cascade (background, foreground), none left Terminating,
+/// while `--cascade=orphan` leaves its pods running, released.
+#[test]
+fn a_jobs_pods_are_tracked_with_its_finalizer_until_counted() {
+    let c = cluster();
+    let mut manifests = String::from(
+        "apiVersion: batch/v1
+kind: Job
+metadata: {name: done}
+spec:
+  completions: 3
+  parallelism: 3
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: work, image: busybox}]
+---
+",
+    );
+    for (name, n) in [("bg", 2), ("fg", 2), ("orphaned", 1)] {
+        manifests.push_str(&long_job(name, n));
+    }
+    c.ok(&["apply", "-f", "-"], Some(&manifests));
+
+    c.ok(
+        &[
+            "wait",
+            "--for=condition=complete",
+            "job/done",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    let status = c.json(&["job", "done"])["status"].clone();
+    assert_eq!(status["succeeded"], 3, "{status}");
+    assert_eq!(
+        status["uncountedTerminatedPods"],
+        serde_json::json!({}),
+        "{status}"
+    );
+    assert!(status.get("failed").is_none(), "{status}");
+    let done = pods(&c, "default", "job-name=done");
+    assert_eq!(done.len(), 3, "{done:?}");
+    for p in &done {
+        assert_eq!(p["status"]["phase"], "Succeeded", "{p}");
+        assert!(p["metadata"].get("finalizers").is_none(), "{p}");
+    }
+
+    // A running pod deleted by hand: gone (kubectl waits for it), counted
+    // as failed once, replaced.
+    let bg = running_tracked(&c, "bg", 2);
+    let victim = bg[0]["metadata"]["name"].as_str().unwrap().to_owned();
+    c.ok(&["delete", "pod", &victim, "--timeout=60s"], None);
+    running_tracked(&c, "bg", 2);
+    c.eventually("the deleted pod counted as failed", WAIT, || {
+        let s = c.json(&["job", "bg"])["status"].clone();
+        (s["failed"] == 1 && s["uncountedTerminatedPods"] == serde_json::json!({}))
+            .then_some(())
+            .ok_or(format!("{s}"))
+    });
+
+    // Deleting the Jobs: their pods go, whatever the cascade.
+    running_tracked(&c, "fg", 2);
+    let orphan = running_tracked(&c, "orphaned", 1)[0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    c.ok(&["delete", "job", "bg", "--wait=false"], None);
+    c.ok(
+        &[
+            "delete",
+            "job",
+            "fg",
+            "--cascade=foreground",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    c.ok(
+        &[
+            "delete",
+            "job",
+            "orphaned",
+            "--cascade=orphan",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    c.eventually("the deleted Jobs' pods are gone", WAIT, || {
+        let left: Vec<Value> = ["bg", "fg"]
+            .iter()
+            .flat_map(|j| pods(&c, "default", &format!("job-name={j}")))
+            .collect();
+        left.is_empty().then_some(()).ok_or(format!("{left:?}"))
+    });
+    assert!(
+        c.items(&["jobs"])
+            .iter()
+            .all(|j| j["metadata"]["name"] == "done")
+    );
+    // The orphan runs on, let go of: deleting it is not held either.
+    c.eventually("the orphan is released", WAIT, || {
+        let p = c.json(&["pod", &orphan]);
+        (p["metadata"].get("ownerReferences").is_none() && !holds_tracking(&p))
+            .then_some(())
+            .ok_or(format!("{p}"))
+    });
+    c.ok(&["delete", "pod", &orphan, "--timeout=60s"], None);
+    c.ok(&["delete", "job", "done", "--wait=false"], None);
+    all_pods_collected(&c);
+    c.stop();
+}
+
 /// A DaemonSet through kubectl: a pod on every node but the tainted one,
 /// bound there by the scheduler; a new image rolls out node by node
 /// (`kubectl rollout status`), `rollout history` lists both revisions and

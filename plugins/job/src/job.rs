@@ -9,6 +9,7 @@ use windlass_sdk::{Error, Object, Time};
 
 use crate::policy::Policy;
 use crate::success::SuccessPolicy;
+use crate::tracking::Uncounted;
 
 /// The `spec.managedBy` of Jobs this controller runs (as upstream's, the
 /// default when the field is not set).
@@ -61,6 +62,8 @@ pub(crate) struct Stored {
     pub conditions: Vec<Value>,
     pub completed_indexes: BTreeSet<u32>,
     pub failed_indexes: BTreeSet<u32>,
+    /// `uncountedTerminatedPods`: pods recorded as ended, not yet counted.
+    pub uncounted: Uncounted,
 }
 
 impl Stored {
@@ -227,6 +230,7 @@ impl Stored {
                 .get_str("status.failedIndexes")
                 .map(parse_indexes)
                 .unwrap_or_default(),
+            uncounted: Uncounted::of(job),
         }
     }
 }

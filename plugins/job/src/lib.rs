@@ -52,11 +52,30 @@
 //!   starts the clock (`startTime`) again;
 //! - a finished Job with `ttlSecondsAfterFinished` is deleted that long
 //!   after it finished (the TTL-after-finished controller's work), its pods
-//!   with it.
+//!   with it;
+//! - pods are tracked with the `batch.kubernetes.io/job-tracking`
+//!   finalizer (`tracking.rs`), as upstream since 1.26: every pod is made
+//!   with it; one that ended, or is being deleted without having succeeded
+//!   (which counts as failed), is recorded by uid in
+//!   `uncountedTerminatedPods` (an Indexed Job's success by its index in
+//!   `completedIndexes`), then its finalizer is removed (a merge patch
+//!   carrying the pod's resourceVersion), then the next reconcile moves it
+//!   into `succeeded` or `failed`: at most 500 in flight, and each step
+//!   safe to repeat, so a pod deleted before it was counted is counted
+//!   once. Decisions count what is recorded, in flight and newly ended; the
+//!   final condition waits for nothing to be in flight. With
+//!   `backoffLimitPerIndex` an index's last failed pod keeps its finalizer
+//!   until its replacement exists;
+//! - a Job being deleted (or finished) lets go of every pod it tracks, and
+//!   pods whose Job is gone or that were orphaned are released uncounted
+//!   (`orphans.rs`): Pods are also a `reads` watch whose `map` sends such a
+//!   pod to the Job key of its own name, and a gone Job's key releases the
+//!   pods labelled with its name, so background deletion's pods do not
+//!   stay terminating.
 //!
 //! Status (`active`, `ready`, `terminating`, `succeeded`, `failed`,
-//! `startTime`, `completionTime`, `completedIndexes`, `failedIndexes`; the
-//! conditions
+//! `uncountedTerminatedPods`, `startTime`, `completionTime`,
+//! `completedIndexes`, `failedIndexes`; the conditions
 //! `SuccessCriteriaMet` and `Complete`, `FailureTarget` and `Failed`,
 //! `Suspended`) is written when it changes, and the events are upstream's:
 //! `SuccessfulCreate` ("Created pod: …"), `SuccessfulDelete`, `Completed`,
@@ -64,33 +83,33 @@
 //! `FailedIndexes`, `MaxFailedIndexesExceeded`, `Suspended`, `Resumed`,
 //! `FailedCreate`.
 //!
-//! Differences from upstream: counts are taken from the pods that exist,
-//! never lowered below what the status already says (upstream tracks them
-//! with a finalizer on each pod, which this controller does not add), and
-//! pod names are derived from the Job's uid instead of drawn at random, so
-//! a reconcile that runs again before its creates reach the cache converges
-//! the same pods rather than making more. Without the finalizer, a pod
-//! counts as failed only once its phase is `Failed` (upstream also counts
-//! a pod deleted before it ended, with `TerminatingOrFailed`), and an
-//! index's failure count is read from its failed pods that still exist
-//! (upstream holds the last one back with the finalizer until its
-//! replacement is made; here a failed pod deleted by hand before that
-//! takes its count with it). The back-off is worked out from the pods
-//! that exist (upstream keeps a record in memory): failures since the
-//! latest success to end, or with no succeeded pod left, every failure the
-//! status counts.
+//! Differences from upstream: pod names are derived from the Job's uid
+//! instead of drawn at random, so a reconcile that runs again before its
+//! creates reach the cache converges the same pods rather than making
+//! more. Upstream records, releases and counts in one sync; here the count
+//! comes in the reconcile after the release (the pods' changes requeue the
+//! Job). A pod that never had the finalizer (made before it was added)
+//! counts as already counted, as upstream's. Upstream adopts orphans its
+//! selector matches; this controller does not, and releases them. The
+//! back-off is worked out from the pods that exist (upstream keeps a
+//! record in memory): failures since the latest success to end, or with no
+//! succeeded pod left, every failure the status counts.
 //!
 //! Files: `job.rs` (the spec and the recorded status), `pods.rs` (what a
 //! pod counts as, and new pods from the template), `policy.rs` (the pod
 //! failure policy), `success.rs` (the success policy), `per_index.rs`
-//! (limits per index), `backoff.rs` (the delay before a replacement).
+//! (limits per index), `backoff.rs` (the delay before a replacement),
+//! `tracking.rs` (the finalizer's bookkeeping), `orphans.rs` (pods no Job
+//! holds).
 
 mod backoff;
 mod job;
+mod orphans;
 mod per_index;
 mod pods;
 mod policy;
 mod success;
+mod tracking;
 
 use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
@@ -98,12 +117,13 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use windlass_sdk::conditions;
 use windlass_sdk::{
-    Controller, DeleteOptions, Error, Event, Manifest, Object, Outcome, Propagation, Request, Time,
-    Watch,
+    Controller, DeleteOptions, Error, Event, Manifest, Object, ObjectRef, Outcome, Propagation,
+    Request, Time, Watch,
 };
 
 use job::{Spec, Stored, format_indexes};
 use pods::{NewPod, Phase, Pod};
+use tracking::Plan;
 
 /// The Job controller.
 pub struct JobController;
@@ -113,23 +133,46 @@ impl Controller for JobController {
         Manifest::new("job", Watch::kind("batch/v1", "Job"))
             .version(env!("CARGO_PKG_VERSION"))
             .owns(Watch::kind("v1", "Pod"))
+            // The same informer: `map` finds the pods no Job holds any
+            // more that still carry the finalizer (`orphans.rs`).
+            .reads(Watch::kind("v1", "Pod"))
             .max_concurrency(4)
     }
 
     fn reconcile(req: Request) -> Result<Outcome, Error> {
-        reconcile(&req)
+        let mut out = reconcile(&req)?;
+        for (target, patch) in orphans::releases(&req.key, req.object.is_none())? {
+            out = out.merge_patch(target, patch);
+        }
+        Ok(out)
+    }
+
+    fn map(changed: &Object) -> Vec<ObjectRef> {
+        orphans::map(changed)
     }
 }
 
 windlass_sdk::export!(JobController);
 
 fn reconcile(req: &Request) -> Result<Outcome, Error> {
-    // Gone, or being deleted: its pods are garbage-collected.
-    let Some(job) = req.live_object() else {
+    // Gone: its pods are the garbage collector's (and `orphans.rs`'s).
+    let Some(job) = req.object.as_ref() else {
         return Ok(Outcome::new());
     };
     let stored = Stored::of(job);
     let now = req.now;
+    if job.is_being_deleted() {
+        // As upstream, a Job being deleted lets go of every pod it tracks:
+        // the garbage collector deletes them, and they must not be held.
+        if job::managed_elsewhere(job).is_some() {
+            return Ok(Outcome::new());
+        }
+        let pods: Vec<Pod> = req
+            .owned_of("v1", "Pod")
+            .map(|p| Pod::of(p, None))
+            .collect();
+        return Ok(release_all(Outcome::new(), &pods));
+    }
     if job::managed_elsewhere(job).is_some() {
         // Another controller runs it, as upstream's job controller leaves
         // it; the TTL still deletes it once finished (upstream's
@@ -159,11 +202,23 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
         ));
     }
     run.decide(job)?;
+    run.track();
     run.outcome(job)
 }
 
-/// A finished Job: nothing more runs; pods still running are deleted, and
-/// the TTL, if it has one, deletes the Job.
+/// Takes the finalizer off every pod that still carries it, uncounted (the
+/// Job is finished or going).
+fn release_all(mut out: Outcome, pods: &[Pod]) -> Outcome {
+    for p in pods.iter().filter(|p| p.tracked) {
+        let (target, patch) = p.release.clone();
+        out = out.merge_patch(target, patch);
+    }
+    out
+}
+
+/// A finished Job: nothing more runs; a pod still tracked is let go (as
+/// upstream's `syncOrphanPod` lets go of a finished Job's), pods still
+/// running are deleted, and the TTL, if it has one, deletes the Job.
 fn finished_job(
     job: &Object,
     spec: &Spec,
@@ -171,7 +226,7 @@ fn finished_job(
     finished: Option<Time>,
     now: Time,
 ) -> Outcome {
-    let mut out = Outcome::new();
+    let mut out = release_all(Outcome::new(), pods);
     for p in pods.iter().filter(|p| p.phase == Phase::Active) {
         out = out.delete(p.object_ref());
     }
@@ -279,11 +334,23 @@ struct Run<'a> {
     deletes: Vec<&'a Pod>,
     events: Vec<Event>,
     requeue: Option<Duration>,
+    /// The ending decided, whose final condition waits for the pods.
+    ending: Option<Ending>,
+    /// What the tracking finalizer's bookkeeping writes (`track`).
+    plan: Plan<'a>,
 }
 
 impl<'a> Run<'a> {
     fn new(spec: &'a Spec, stored: &'a Stored, pods: &'a [Pod], now: Time) -> Self {
         let count = |phase| pods.iter().filter(|p| p.phase == phase).count() as u32;
+        // What the status counts, what is in flight, and what ended since.
+        let effective = tracking::effective(
+            spec,
+            stored.succeeded,
+            stored.failed,
+            &stored.uncounted,
+            pods,
+        );
         let mut completed = BTreeSet::new();
         let succeeded = if spec.indexed {
             let limit = spec.completions.unwrap_or(0);
@@ -296,7 +363,7 @@ impl<'a> Run<'a> {
             completed.retain(|&i| i < limit);
             completed.len() as u32
         } else {
-            stored.succeeded.max(count(Phase::Succeeded))
+            effective.0
         };
         let counted = pods.iter().filter(|p| p.counted_failure()).count() as u32;
         Run {
@@ -305,7 +372,7 @@ impl<'a> Run<'a> {
             pods,
             now,
             succeeded,
-            failed: stored.failed.max(counted),
+            failed: effective.1,
             ignored: count(Phase::Failed) - counted,
             completed,
             failed_indexes: per_index::failed_indexes(spec, stored, pods),
@@ -316,6 +383,8 @@ impl<'a> Run<'a> {
             deletes: Vec::new(),
             events: Vec::new(),
             requeue: None,
+            ending: None,
+            plan: Plan::default(),
         }
     }
 
@@ -347,20 +416,56 @@ impl<'a> Run<'a> {
         self.deletes.extend(active);
     }
 
-    /// Ends the Job: its interim condition, the running pods deleted, and
-    /// once none of its pods is terminating the final condition (with
-    /// `completionTime` for `Complete`) and its event, as upstream's
-    /// `enactJobFinished` waits for them.
+    /// Ends the Job: its interim condition and the running pods deleted;
+    /// the final condition waits (`conclude`).
     fn finish(&mut self, end: Ending) {
         let stopping: Vec<&'a Pod> = self.active().collect();
-        if !end.success && !self.stored.holds(end.interim()) {
-            // Upstream counts the pods a failing Job stops as failed, once.
-            self.failed += stopping.len() as u32;
+        if !end.success {
+            // Upstream counts the tracked pods a failing Job stops as
+            // failed (once: they are recorded as such in this write; the
+            // cache may still show them running after that).
+            let uncounted = &self.stored.uncounted;
+            self.failed += stopping
+                .iter()
+                .filter(|p| p.tracked && !uncounted.has(&p.uid))
+                .count() as u32;
         }
         self.deletes.extend(stopping);
         self.condition(end.interim(), "True", &end.reason, &end.message);
+        self.ending = Some(end);
+    }
+
+    /// The tracking finalizer's bookkeeping (`tracking.rs`), then the final
+    /// condition of an ending, if it may be written now.
+    fn track(&mut self) {
+        let ending = self.ending.as_ref().map(|e| {
+            if e.success {
+                tracking::Ending::Success
+            } else {
+                tracking::Ending::Failure
+            }
+        });
+        let (spec, pods) = (self.spec, self.pods);
+        let (completed, failed_indexes) = (&self.completed, &self.failed_indexes);
+        self.plan = Plan::new(spec, &self.stored.uncounted, pods, ending, |p| {
+            per_index::held(spec, pods, completed, failed_indexes, p)
+        });
+        if let Some(end) = self.ending.take() {
+            self.conclude(end);
+        }
+    }
+
+    /// The final condition of an ending (with `completionTime` for
+    /// `Complete`) and its event, once none of the Job's pods is
+    /// terminating and every pod that ended is counted, as upstream's
+    /// `enactJobFinished` waits for them.
+    fn conclude(&mut self, end: Ending) {
         let terminating = self.pods.iter().any(|p| p.phase == Phase::Terminating);
-        if terminating || !self.deletes.is_empty() {
+        if terminating
+            || !self.deletes.is_empty()
+            || !self.plan.uncounted.is_empty()
+            || self.plan.full
+        {
             return;
         }
         self.condition(end.last(), "True", &end.reason, &end.message);
@@ -660,15 +765,12 @@ impl<'a> Run<'a> {
             .collect()
     }
 
-    /// The writes: deletes, creates, then the status if it changed.
+    /// The writes: creates, the status if it changed (which records the
+    /// pods that ended), the finalizers taken off, then deletes (after the
+    /// releases: a pod released uncounted, as a succeeding Job's running
+    /// ones, is released at the version it was read at).
     fn outcome(self, job: &Object) -> Result<Outcome, Error> {
         let mut out = Outcome::new();
-        for p in &self.deletes {
-            out = out.delete(p.object_ref()).event(Event::normal(
-                "SuccessfulDelete",
-                format!("Deleted pod: {}", p.name),
-            ));
-        }
         for new in &self.creates {
             out = out.apply(pods::new_pod(job, new)?).event(Event::normal(
                 "SuccessfulCreate",
@@ -680,6 +782,16 @@ impl<'a> Run<'a> {
             let mut updated = job.clone();
             updated.value_mut()["status"] = status;
             out = out.update_status(updated);
+        }
+        for p in &self.plan.release {
+            let (target, patch) = p.release.clone();
+            out = out.merge_patch(target, patch);
+        }
+        for p in &self.deletes {
+            out = out.delete(p.object_ref()).event(Event::normal(
+                "SuccessfulDelete",
+                format!("Deleted pod: {}", p.name),
+            ));
         }
         for e in self.events {
             out = out.event(e);
@@ -717,10 +829,18 @@ impl<'a> Run<'a> {
         if let Some(t) = completion {
             s.insert("completionTime".into(), json!(t.to_rfc3339()));
         }
+        // The counts are what the tracking has counted (an Indexed Job's
+        // successes, its completed indexes); decisions use more.
+        let succeeded = if self.spec.indexed {
+            self.completed.len() as u32
+        } else {
+            self.stored.succeeded + self.plan.moved_succeeded
+        };
+        let failed = self.stored.failed + self.plan.moved_failed;
         for (key, n) in [
             ("active", active as u32),
-            ("succeeded", self.succeeded),
-            ("failed", self.failed),
+            ("succeeded", succeeded),
+            ("failed", failed),
         ] {
             if n > 0 {
                 s.insert(key.into(), json!(n));
@@ -742,7 +862,10 @@ impl<'a> Run<'a> {
         }
         s.insert("terminating".into(), json!(terminating));
         s.insert("ready".into(), json!(ready));
-        s.insert("uncountedTerminatedPods".into(), json!({}));
+        s.insert(
+            "uncountedTerminatedPods".into(),
+            self.plan.uncounted.to_json(),
+        );
         Value::Object(s)
     }
 }

@@ -46,6 +46,30 @@ pub(crate) fn last_failed(pods: &[Pod], index: u32) -> Option<&Pod> {
         .max_by_key(|p| (total(p), p.finished()))
 }
 
+/// Whether failed pod `p` keeps its finalizer for now, as upstream's
+/// `getPodsWithDelayedDeletionPerIndex` delays it: it is the one its
+/// index's replacement takes its failure count from (its index neither
+/// succeeded nor failed for good, and no pod of it running yet), so it
+/// must not be deleted before that replacement exists.
+pub(crate) fn held(
+    spec: &Spec,
+    pods: &[Pod],
+    completed: &BTreeSet<u32>,
+    failed_indexes: &BTreeSet<u32>,
+    p: &Pod,
+) -> bool {
+    let Some(i) = p.index.filter(|_| spec.backoff_limit_per_index.is_some()) else {
+        return false;
+    };
+    i < spec.completions.unwrap_or(0)
+        && !completed.contains(&i)
+        && !failed_indexes.contains(&i)
+        && !pods
+            .iter()
+            .any(|q| q.phase == Phase::Active && q.index == Some(i))
+        && last_failed(pods, i).is_some_and(|last| last.uid == p.uid)
+}
+
 /// The failure counts a new pod of the index carries.
 pub(crate) fn failures_for(last: Option<&Pod>) -> IndexFailures {
     last.map(Pod::failures_after).unwrap_or_default()

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use windlass_sdk::{Error, Object, ObjectRef, Time, template};
 
 use crate::policy::{Failure, Policy, Verdict};
+use crate::tracking;
 
 /// The annotation (and label) of an Indexed Job's pod that holds its index.
 pub(crate) const INDEX: &str = "batch.kubernetes.io/job-completion-index";
@@ -38,6 +39,11 @@ pub(crate) enum Phase {
 pub(crate) struct Pod {
     pub name: String,
     pub namespace: String,
+    pub uid: String,
+    /// It carries the tracking finalizer: the Job has not counted it yet.
+    pub tracked: bool,
+    /// The patch that takes the finalizer off it (see `tracking.rs`).
+    pub release: (ObjectRef, Value),
     pub phase: Phase,
     pub ready: bool,
     /// Container restarts (init containers included).
@@ -92,6 +98,9 @@ impl Pod {
         Pod {
             name: o.name().to_owned(),
             namespace: namespace.to_owned(),
+            uid: o.uid().unwrap_or_default().to_owned(),
+            tracked: tracking::is_tracked(o),
+            release: tracking::release_patch(o),
             phase,
             ready: ready && phase == Phase::Active,
             restarts,
@@ -158,11 +167,11 @@ pub(crate) struct NewPod {
     pub failures: Option<IndexFailures>,
 }
 
-/// A new pod of the Job from its template; for an Indexed Job, with its
-/// index as upstream gives it: the annotation and label, the hostname
-/// `<job>-<index>`, `JOB_COMPLETION_INDEX` in every container's
-/// environment, and with `backoffLimitPerIndex` the failure counts (the
-/// ignored one only when not zero).
+/// A new pod of the Job from its template, with the tracking finalizer;
+/// for an Indexed Job, with its index as upstream gives it: the annotation
+/// and label, the hostname `<job>-<index>`, `JOB_COMPLETION_INDEX` in every
+/// container's environment, and with `backoffLimitPerIndex` the failure
+/// counts (the ignored one only when not zero).
 pub(crate) fn new_pod(job: &Object, new: &NewPod) -> Result<Object, Error> {
     let (name, index) = (new.name.as_str(), new.index);
     let template = job
@@ -170,6 +179,16 @@ pub(crate) fn new_pod(job: &Object, new: &NewPod) -> Result<Object, Error> {
         .filter(|t| t.is_object())
         .ok_or_else(|| Error::permanent("spec.template is required"))?;
     let mut pod = template::pod(template, job.namespace().unwrap_or("default"), name);
+    // Held until the Job has counted it (`tracking.rs`).
+    let finalizers = &mut pod["metadata"]["finalizers"];
+    if !finalizers.is_array() {
+        *finalizers = json!([]);
+    }
+    if let Some(list) = finalizers.as_array_mut()
+        && !list.iter().any(|f| f == tracking::FINALIZER)
+    {
+        list.push(json!(tracking::FINALIZER));
+    }
     if let Some(i) = index {
         pod["metadata"]["labels"][INDEX] = json!(i.to_string());
         let annotations = &mut pod["metadata"]["annotations"];

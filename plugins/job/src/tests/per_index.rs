@@ -89,7 +89,7 @@ fn more_failed_indexes_than_allowed_fail_the_job_at_once() {
     assert_eq!(status(&h)["failedIndexes"], "0");
     let one = of_index(&h, 1).name().to_owned();
     fail_with(&mut h, &one, 6, &[("pi", 1)], &[]);
-    step(&mut h, 6);
+    once(&mut h, 6);
     assert_eq!(
         condition(&h, "FailureTarget"),
         Some(("True".into(), "MaxFailedIndexesExceeded".into()))
