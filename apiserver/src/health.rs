@@ -2,8 +2,9 @@
 //! when every check passes; with `?verbose`, a line per check (`[+]ping
 //! ok`) and `readyz check passed`; `?exclude=<check>` (repeatable) skips
 //! checks, warning about names it does not know; `/readyz/<check>` runs
-//! one check; a failing check answers 500 with the list (`[-]storage
-//! failed: ...`). Readiness and health check the storage, liveness does
+//! one check (a failing one says why); a failing check answers 500 with
+//! the list (`[-]storage failed: reason withheld`, the reason logged).
+//! Readiness and health check the storage, liveness does
 //! not: a server whose disk is full is alive, but should get no traffic.
 
 /// The checks of `endpoint` (`healthz`, `readyz` or `livez`).
@@ -61,8 +62,11 @@ pub(crate) fn answer(ask: &Ask<'_>, state: &State<'_>) -> (u16, String) {
         match state.run(c) {
             Ok(()) => lines.push_str(&format!("[+]{c} ok\n")),
             Err(e) => {
+                // As kube: the reason goes to the log, not to whoever asks
+                // (`/readyz/<check>` alone says it).
                 failed = true;
-                lines.push_str(&format!("[-]{c} failed: {e}\n"));
+                tracing::warn!(check = c, endpoint = ask.endpoint, reason = %e, "health check failed");
+                lines.push_str(&format!("[-]{c} failed: reason withheld\n"));
             }
         }
     }
@@ -139,7 +143,7 @@ mod tests {
         assert_eq!(code, 500);
         assert_eq!(
             text,
-            "[+]ping ok\n[+]log ok\n[-]storage failed: disk full\nreadyz check failed\n"
+            "[+]ping ok\n[+]log ok\n[-]storage failed: reason withheld\nreadyz check failed\n"
         );
         assert_eq!(answer(&ask("healthz", None, false, &[]), &FULL).0, 500);
         assert_eq!(

@@ -847,7 +847,14 @@ async fn a_full_disk_is_reported_and_writes_refused() {
     assert_eq!(c, 200);
     let (code, body) = raw_get(server.addr(), "/readyz");
     assert_eq!(code, 500, "{body}");
-    assert!(body.contains("storage failed"), "{body}");
+    assert!(
+        body.contains("[-]storage failed: reason withheld"),
+        "{body}"
+    );
+    // The check alone says why.
+    let (code, body) = raw_get(server.addr(), "/readyz/storage");
+    assert_eq!(code, 500, "{body}");
+    assert!(body.contains("full"), "{body}");
     assert_eq!(raw_get(server.addr(), "/livez").0, 200);
     server.shutdown().await;
 }
