@@ -4,7 +4,8 @@
 //! kinds' strategic merge keys (`patch::merge_key`) do not apply. A `map`
 //! list's items are `k:{"key":value,...}` (every `x-kubernetes-list-map-keys`
 //! key, by name), a `set`'s are `v:value`, and any other list is atomic:
-//! owned and replaced whole.
+//! owned and replaced whole, as is an object marked
+//! `x-kubernetes-map-type: atomic`.
 //!
 //! The functions that key and merge lists name a list by its field only, so
 //! the lists of a schema are filed by field name; a name that two lists of
@@ -28,9 +29,10 @@ pub(crate) enum ListType {
     Atomic,
 }
 
-/// The lists of a CRD schema, by field name.
+/// The lists of a CRD schema, by field name, and its objects marked
+/// `x-kubernetes-map-type: atomic` (owned and replaced whole).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct CustomLists(HashMap<String, ListType>);
+pub(crate) struct CustomLists(HashMap<String, ListType>, HashMap<String, bool>);
 
 impl CustomLists {
     /// The lists of an `openAPIV3Schema`.
@@ -41,6 +43,11 @@ impl CustomLists {
             for (name, p) in s["properties"].as_object().into_iter().flatten() {
                 if p["type"] == "array" || p["items"].is_object() {
                     lists.file(name, list_type(p));
+                } else if p["type"] == "object" {
+                    // One name both atomic and granular: granular.
+                    let atomic = p["x-kubernetes-map-type"] == "atomic";
+                    let known = lists.1.entry(name.clone()).or_insert(atomic);
+                    *known &= atomic;
                 }
                 todo.push(p);
             }
@@ -63,6 +70,11 @@ impl CustomLists {
                 self.0.insert(name.to_owned(), t);
             }
         }
+    }
+
+    /// Whether the object `field` is `x-kubernetes-map-type: atomic`.
+    pub(crate) fn atomic_map(&self, field: &str) -> bool {
+        self.1.get(field).copied().unwrap_or(false)
     }
 
     /// How the list `field` merges; a list the schema does not name is atomic.
@@ -159,9 +171,12 @@ mod tests {
                     "x-kubernetes-list-type": "set", "items": {"type": "string"}}}}},
             "plain": {"type": "array", "items": {"type": "string"}},
             "dup": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "selector": {"type": "object", "x-kubernetes-map-type": "atomic"},
+            "both": {"type": "object", "x-kubernetes-map-type": "atomic"},
         }},
         "status": {"type": "object", "properties": {
             "dup": {"type": "array", "items": {"type": "string"}},
+            "both": {"type": "object"},
         }}}}));
         let rule = json!({"path": "/a", "port": 80, "backend": "x"});
         assert_eq!(
@@ -177,6 +192,9 @@ mod tests {
         assert_eq!(lists.segment("unknown", &json!({"name": "a"})), None);
         // One name, two types: atomic.
         assert_eq!(lists.list_type("dup"), &ListType::Atomic);
+        // Objects are granular unless marked (everywhere they appear).
+        assert!(lists.atomic_map("selector"));
+        assert!(!lists.atomic_map("both") && !lists.atomic_map("spec"));
         // In effect only inside `with`, and restored after.
         assert!(in_effect().is_none());
         let inner = with(Some(Arc::new(lists.clone())), || {

@@ -70,6 +70,12 @@ fn member(k: &str) -> String {
     s
 }
 
+/// Whether the object `field` is owned whole (a custom resource's
+/// `x-kubernetes-map-type: atomic`).
+fn atomic_map(field: &str) -> bool {
+    custom_lists::read(|l| l.is_some_and(|l| l.atomic_map(field)))
+}
+
 /// The segment of `item` of list `field`: `k:{..}` for a keyed item (a
 /// custom resource's `v:` for a set's, see `custom_lists.rs`); `None` when
 /// the list is atomic.
@@ -103,7 +109,7 @@ fn collect(v: &Value, field: &str, prefix: &mut Path, out: &mut FieldSet) {
         return;
     }
     match v {
-        Value::Object(m) if !m.is_empty() => {
+        Value::Object(m) if !m.is_empty() && !atomic_map(field) => {
             for (k, x) in m {
                 prefix.push(member(k));
                 collect(x, k, prefix, out);
@@ -151,7 +157,7 @@ fn fields_v1_of(v: &Value) -> Map<String, Value> {
             return;
         }
         match v {
-            Value::Object(m) if !m.is_empty() => {
+            Value::Object(m) if !m.is_empty() && !atomic_map(field) => {
                 for (k, x) in m {
                     walk(x, k, node(at, member(k)), len + 1);
                 }

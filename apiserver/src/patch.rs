@@ -289,7 +289,14 @@ fn merge_map(target: &mut Map<String, Value>, patch: &Map<String, Value>) -> Res
             target.remove(k);
             continue;
         }
+        let atomic = || custom_lists::read(|l| l.is_some_and(|l| l.atomic_map(k)));
         match (target.get_mut(k), pv) {
+            (Some(Value::Object(t)), Value::Object(p)) if atomic() => {
+                *t = match strip_directives(&Value::Object(p.clone())) {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                };
+            }
             (Some(Value::Object(t)), Value::Object(p)) => {
                 if p.get("$patch").and_then(Value::as_str) == Some("delete") {
                     target.remove(k);

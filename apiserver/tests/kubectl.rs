@@ -562,6 +562,10 @@ spec:
               notes:
                 type: array
                 items: {type: string}
+              selector:
+                type: object
+                x-kubernetes-map-type: atomic
+                additionalProperties: {type: string}
 ",
         ),
     );
@@ -584,7 +588,7 @@ spec:
     assert!(
         apply(
             "a",
-            "{listeners: [{port: 80, protocol: TCP, name: web}], hosts: [a.com], notes: [one]}"
+            "{listeners: [{port: 80, protocol: TCP, name: web}], hosts: [a.com], notes: [one], selector: {app: a}}"
         )
         .status
         .success()
@@ -606,7 +610,15 @@ spec:
             ],
             "hosts": ["a.com", "b.com"],
             "notes": ["one"],
+            "selector": {"app": "a"},
         })
+    );
+    // An atomic map is one field: another key in it is a conflict.
+    let out = apply("b", "{selector: {tier: web}}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"conflict with "a" using example.com/v1: .spec.selector"#),
+        "{err}"
     );
     let managed =
         k.json(&["get", "gateway", "gw", "--show-managed-fields"])["metadata"]["managedFields"]
@@ -633,7 +645,11 @@ spec:
     );
     // A manager that stops applying its item removes it; an atomic list
     // applied by another manager is taken whole (with force).
-    assert!(apply("a", "{hosts: [a.com]}").status.success());
+    assert!(
+        apply("a", "{hosts: [a.com], selector: {app: a}}")
+            .status
+            .success()
+    );
     let out = k.run(
         &["apply", "--server-side", "--force-conflicts", "--field-manager", "b", "-f", "-"],
         Some("apiVersion: example.com/v1\nkind: Gateway\nmetadata: {name: gw}\nspec: {listeners: [{port: 443, protocol: TCP, name: tls}], hosts: [b.com], notes: [two]}\n"),
@@ -649,6 +665,7 @@ spec:
             "listeners": [{"port": 443, "protocol": "TCP", "name": "tls"}],
             "hosts": ["a.com", "b.com"],
             "notes": ["two"],
+            "selector": {"app": "a"},
         })
     );
 }
