@@ -1064,6 +1064,106 @@ async fn claims_get_the_default_class_and_are_held_to_kubes_rules() {
     );
 }
 
+/// `StorageObjectInUseProtection` as a cluster has it: every claim and
+/// volume created gets its protection finalizer (once, however it is
+/// created: dry run and server-side apply too), so deleting one leaves it
+/// `Terminating` until the finalizer is taken off (by the controllers a
+/// bare server does not run; here by hand).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claims_and_volumes_are_protected_by_finalizers_until_let_go() {
+    const CLAIM: &str = "kubernetes.io/pvc-protection";
+    const VOLUME: &str = "kubernetes.io/pv-protection";
+    let k = Kube::new().await;
+    let claim = |name: &str, finalizers: &str| {
+        format!(
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {name}{finalizers}}}\n\
+             spec:\n  accessModes: [ReadWriteOnce]\n  resources: {{requests: {{storage: 1Gi}}}}\n"
+        )
+    };
+    let volume = |name: &str, finalizers: &str| {
+        format!(
+            "apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {name}{finalizers}}}\n\
+             spec:\n  capacity: {{storage: 1Gi}}\n  accessModes: [ReadWriteOnce]\n  \
+             hostPath: {{path: /tmp/{name}}}\n"
+        )
+    };
+    let finalizers = |what: &[&str]| k.json(what)["metadata"]["finalizers"].clone();
+
+    k.ok_in(&["create", "-f", "-"], Some(&claim("data", "")));
+    assert_eq!(finalizers(&["get", "pvc", "data"]), json!([CLAIM]));
+    k.ok_in(
+        &["create", "-f", "-"],
+        Some(&claim(
+            "mine",
+            &format!(", finalizers: [example.com/keep, {CLAIM}]"),
+        )),
+    );
+    assert_eq!(
+        finalizers(&["get", "pvc", "mine"]),
+        json!(["example.com/keep", CLAIM]),
+        "not given twice"
+    );
+    k.ok_in(
+        &["apply", "--server-side", "-f", "-"],
+        Some(&claim("applied", "")),
+    );
+    assert_eq!(finalizers(&["get", "pvc", "applied"]), json!([CLAIM]));
+    let dry: Value = serde_json::from_str(&k.ok_in(
+        &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+        Some(&claim("dry", "")),
+    ))
+    .unwrap();
+    assert_eq!(dry["metadata"]["finalizers"], json!([CLAIM]));
+    assert!(!k.exists(&["get", "pvc", "dry"]));
+
+    k.ok_in(&["create", "-f", "-"], Some(&volume("pv-1", "")));
+    assert_eq!(finalizers(&["get", "pv", "pv-1"]), json!([VOLUME]));
+    k.ok_in(
+        &["create", "-f", "-"],
+        Some(&volume("pv-2", &format!(", finalizers: [{VOLUME}]"))),
+    );
+    assert_eq!(finalizers(&["get", "pv", "pv-2"]), json!([VOLUME]));
+
+    // Deleted, they stay, Terminating, until the finalizer comes off.
+    k.ok(&["delete", "pvc", "data", "--wait=false"]);
+    k.ok(&["delete", "pv", "pv-1", "--wait=false"]);
+    for what in [["pvc", "data"], ["pv", "pv-1"]] {
+        let o = k.json(&["get", what[0], what[1]]);
+        assert!(o["metadata"]["deletionTimestamp"].is_string(), "{o}");
+        let shown = k.ok(&["get", what[0], what[1]]);
+        assert!(shown.contains("Terminating"), "{shown}");
+    }
+    // No finalizer can be added to what is being deleted.
+    let err = k.fail(
+        &[
+            "patch",
+            "pvc",
+            "data",
+            "--type=json",
+            "-p",
+            r#"[{"op":"add","path":"/metadata/finalizers/-","value":"example.com/late"}]"#,
+        ],
+        None,
+    );
+    assert!(
+        err.contains("no new finalizers can be added if the object is being deleted"),
+        "{err}"
+    );
+    for what in [["pvc", "data"], ["pv", "pv-1"]] {
+        k.ok(&[
+            "patch",
+            what[0],
+            what[1],
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ]);
+        k.eventually(&format!("{} {} gone", what[0], what[1]), || {
+            !k.exists(&["get", what[0], what[1]])
+        });
+    }
+}
+
 /// Priority as a cluster has it: the system classes are there and cannot
 /// be deleted; a pod gets its class's priority (0 with none) and the
 /// default not-ready/unreachable tolerations; a class that does not exist

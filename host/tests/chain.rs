@@ -1215,8 +1215,10 @@ spec:
 /// saying the claim is missing; the claim gets the default class and waits
 /// for its pod; the scheduler picks the pod's node and writes it on the
 /// claim; the persistentvolume plugin provisions a volume there and binds
-/// it; then the pod is bound and runs. Deleting the claim deletes the
-/// volume (reclaim policy `Delete`); a `Retain` volume is kept `Released`.
+/// it; then the pod is bound and runs. Deleting the claim (and its volume)
+/// while the pod runs leaves both `Terminating`, held by their protection
+/// finalizers; once the pod is deleted they go (reclaim policy `Delete`); a
+/// `Retain` volume is kept `Released`.
 /// A generic ephemeral volume's claim is made for its pod and goes with it.
 #[test]
 fn a_claim_gets_a_volume_on_its_pods_node_and_gives_it_back() {
@@ -1281,14 +1283,38 @@ spec:
         "{pvcs}"
     );
 
-    // Kept while a pod could use it; deleted with its claim.
-    c.ok(&["delete", "pod", "db"], None);
+    // Deleted while its pod runs, the claim stays Terminating, held by
+    // its protection finalizer; so does its volume, deleted while Bound.
     c.ok(&["delete", "pvc", "data", "--wait=false"], None);
-    c.eventually("the volume is deleted with its claim", WAIT, || {
-        let left = c.items(&["pv"]).len();
-        (left == 0)
+    c.ok(&["delete", "pv", &name, "--wait=false"], None);
+    std::thread::sleep(Duration::from_secs(2));
+    let claim = c.json(&["pvc", "data"]);
+    assert!(
+        claim["metadata"]["deletionTimestamp"].is_string(),
+        "{claim}"
+    );
+    assert_eq!(
+        claim["metadata"]["finalizers"],
+        serde_json::json!(["kubernetes.io/pvc-protection"]),
+        "{claim}"
+    );
+    let shown = c.ok(&["get", "pvc", "data"], None);
+    assert!(shown.contains("Terminating"), "{shown}");
+    let volume = c.json(&["pv", &name]);
+    assert!(
+        volume["metadata"]["deletionTimestamp"].is_string(),
+        "{volume}"
+    );
+    assert_eq!(volume["status"]["phase"], "Bound", "{volume}");
+    assert_eq!(c.json(&["pod", "db"])["status"]["phase"], "Running");
+    // Once the pod is gone, the claim goes, and its volume with it.
+    c.ok(&["delete", "pod", "db"], None);
+    c.eventually("the claim and its volume go with the pod", WAIT, || {
+        let claims = c.items(&["pvc"]).len();
+        let volumes = c.items(&["pv"]).len();
+        (claims == 0 && volumes == 0)
             .then_some(())
-            .ok_or(format!("{left} volumes left"))
+            .ok_or(format!("{claims} claims, {volumes} volumes left"))
     });
 
     // A class that retains: the volume outlives its claim, Released.

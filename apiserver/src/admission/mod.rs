@@ -7,8 +7,9 @@
 //!    pod requests defaulted to limits, limit range items defaulted;
 //! 2. [`mutate`], before validation: unparsable quantities are a `400`,
 //!    new pods get their LimitRange defaults, new claims the default
-//!    StorageClass (then, in `write.rs`, new pods their priority and
-//!    default tolerations: [`priority`]); it returns the [`Review`] of
+//!    StorageClass, new claims and volumes their protection finalizer
+//!    (`storage_protection`) (then, in `write.rs`, new pods their priority
+//!    and default tolerations: [`priority`]); it returns the [`Review`] of
 //!    the write, which holds a pod's quantities parsed once for every
 //!    later step;
 //! 3. [`validation_errors`], inside validation: the `422`s;
@@ -27,6 +28,7 @@ pub(crate) mod priority;
 mod requirements;
 mod resource_quota;
 mod storage_class;
+mod storage_protection;
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -193,6 +195,9 @@ pub(crate) fn mutate(
     let undecodable = |why: String| undecodable(req, why);
     if plural == "persistentvolumeclaims" && old.is_none() {
         storage_class::default_claim(st, obj);
+    }
+    if old.is_none() {
+        storage_protection::protect(plural, obj);
     }
     if plural != "pods" {
         return match requirements::undecodable(plural, obj) {

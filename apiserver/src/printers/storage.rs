@@ -34,6 +34,15 @@ fn access_modes(v: &Value) -> Value {
     })))
 }
 
+/// A volume's or a claim's phase, `Terminating` while it is being deleted
+/// (its protection finalizer holds it), as kube prints them.
+fn phase(v: &Value) -> Value {
+    if v["metadata"]["deletionTimestamp"].is_string() {
+        return json!("Terminating");
+    }
+    json!(s(&v["status"]["phase"]))
+}
+
 /// The columns of `group`/`plural` if they are among this file's kinds.
 pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
     let cols = match (group, plural) {
@@ -73,7 +82,7 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
                         .unwrap_or("Retain")
                 )
             }),
-            col("Status", |v| json!(s(&v["status"]["phase"]))),
+            col("Status", phase),
             col("Claim", |v| {
                 let c = &v["spec"]["claimRef"];
                 if c.is_object() {
@@ -94,7 +103,7 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
         ],
         ("", "persistentvolumeclaims") => vec![
             col("Name", name),
-            col("Status", |v| json!(s(&v["status"]["phase"]))),
+            col("Status", phase),
             col("Volume", |v| json!(s(&v["spec"]["volumeName"]))),
             col("Capacity", |v| {
                 json!(s(&v["status"]["capacity"]["storage"]))

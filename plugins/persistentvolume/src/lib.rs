@@ -37,7 +37,12 @@
 //!   `Delete`, one this plugin provisioned is deleted (`reclaim.rs`);
 //! - a pod's generic ephemeral volume gets its claim, `<pod>-<volume>`,
 //!   owned by the pod (`ephemeral.rs`, upstream's ephemeral volume
-//!   controller).
+//!   controller);
+//! - a claim being deleted loses its `kubernetes.io/pvc-protection`
+//!   finalizer once no pod uses it, a volume being deleted its
+//!   `kubernetes.io/pv-protection` once it is not `Bound` (`protection.rs`,
+//!   upstream's `pvc-protection` and `pv-protection` controllers; the API
+//!   server adds both finalizers on create).
 //!
 //! How it differs from upstream:
 //! - the PV controller and the external provisioner are one plugin, and
@@ -50,8 +55,13 @@
 //!   `Available` (see `reclaim.rs`); a StorageClass's change wakes the
 //!   unbound claims of the class;
 //! - no `VolumeFailedDelete` for a `Delete` volume no one can delete, no
-//!   recycler, no volume expansion, no data sources, no finalizers
-//!   (`kubernetes.io/pv-protection`, the provisioner's), no `allowedTopologies`;
+//!   recycler, no volume expansion, no data sources, none of the binder's
+//!   and provisioner's own finalizers (`kubernetes.io/pv-controller`,
+//!   `external-provisioner.volume.kubernetes.io/finalizer`), no
+//!   `allowedTopologies`;
+//! - whether a pod still uses a claim is decided from the cache alone
+//!   (upstream lists pods live before it lets a claim go: see
+//!   `protection.rs`);
 //! - a claim being deleted is neither bound nor provisioned; its volume is
 //!   released once the claim is gone, as upstream.
 
@@ -60,13 +70,15 @@ mod claim;
 mod ephemeral;
 mod fields;
 mod matching;
+mod protection;
 mod provision;
 mod reclaim;
 mod selector;
 mod writes;
 
 use windlass_sdk::{
-    Controller, Error, Grant, Manifest, Object, ObjectRef, Outcome, Request, Watch, cache,
+    Controller, Error, Grant, IndexEntry, Manifest, Object, ObjectRef, Outcome, Request, Watch,
+    cache,
 };
 
 use fields::{claim_kind, claim_ref, class_of, phase, volume_kind, volume_name};
@@ -88,8 +100,10 @@ impl Controller for PersistentVolumeController {
         .version(env!("CARGO_PKG_VERSION"))
         .reads(Watch::kind("v1", "PersistentVolume"))
         .reads(Watch::kind("storage.k8s.io/v1", "StorageClass"))
-        // Pods' generic ephemeral volumes get their claims here.
-        .reads(Watch::kind("v1", "Pod"))
+        // Pods' generic ephemeral volumes get their claims here, and a
+        // claim being deleted waits for the pods that use it, found
+        // through the index (`protection.rs`).
+        .reads(Watch::kind("v1", "Pod").indexed())
         // Provisioned volumes are created and deleted, bound ones
         // patched: volumes are read and written, not owned.
         .writes(Grant::kind("v1", "PersistentVolume"))
@@ -105,10 +119,20 @@ impl Controller for PersistentVolumeController {
         } else if changed.is("storage.k8s.io/v1", "StorageClass") {
             unbound_claims(|c| class_of(c) == changed.name())
         } else if changed.is("v1", "Pod") {
-            ephemeral::keys(changed)
+            let mut keys = ephemeral::keys(changed);
+            for key in protection::waiting_claims(changed) {
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+            keys
         } else {
             Vec::new()
         }
+    }
+
+    fn index(object: &Object) -> Option<IndexEntry> {
+        protection::index(object)
     }
 }
 
@@ -116,25 +140,28 @@ windlass_sdk::export!(PersistentVolumeController);
 
 fn reconcile(req: &Request) -> Result<Outcome, Error> {
     let volumes = cache::list(&volume_kind(), None, None)?;
-    let out = match req.live_object() {
-        Some(claim) => claim::sync(claim, &volumes, req.now)?,
-        None if req.object.is_none() => ephemeral::create(&req.key)?,
-        None => Outcome::new(),
+    let out = match (req.live_object(), &req.object) {
+        (Some(claim), _) => claim::sync(claim, &volumes, req.now)?,
+        (None, None) => ephemeral::create(&req.key)?,
+        (None, Some(deleting)) => protection::claim(deleting)?,
     };
     let swept = reclaim::sweep(&req.key, req.object.as_ref(), &volumes, req.now, &out);
     let out = join(out, swept);
     let unclaimed = reclaim::unclaimed(&req.key, &volumes, req.now, &out);
-    Ok(join(out, unclaimed))
+    let out = join(out, unclaimed);
+    let released = protection::volumes(&req.key, &volumes, &out);
+    Ok(join(out, released))
 }
 
 /// The claim keys a volume's change concerns: the claim it names; or, for
 /// a volume naming none, the key that makes it `Available` and, once it
-/// is, the unbound claims of its class.
+/// is, the unbound claims of its class; for a volume being deleted, the
+/// key that takes its finalizer off.
 fn volume_keys(volume: &Object) -> Vec<ObjectRef> {
     if let Some(r) = claim_ref(volume).filter(|r| !r.namespace.is_empty()) {
         return vec![r.key()];
     }
-    if phase(volume) != "Available" {
+    if phase(volume) != "Available" || protection::volume_waits(volume) {
         return vec![reclaim::unclaimed_key(volume)];
     }
     unbound_claims(|c| class_of(c) == class_of(volume))

@@ -50,7 +50,9 @@ pub(crate) fn sweep(
         let Some(r) = claim_ref(volume).filter(|r| r.names(key)) else {
             continue;
         };
-        if volume.is_being_deleted() || touches(done, &volume.object_ref()) {
+        // A volume being deleted is still released: its protection
+        // finalizer holds it until it is no longer `Bound`.
+        if touches(done, &volume.object_ref()) {
             continue;
         }
         let step = match claim {
@@ -76,13 +78,7 @@ pub(crate) fn unclaimed(key: &ObjectRef, volumes: &[Object], now: Time, done: &O
         return Outcome::new();
     }
     match volumes.iter().find(|v| v.name() == key.name) {
-        Some(v)
-            if claim_ref(v).is_none()
-                && !v.is_being_deleted()
-                && !touches(done, &v.object_ref()) =>
-        {
-            available(v, now)
-        }
+        Some(v) if claim_ref(v).is_none() && !touches(done, &v.object_ref()) => available(v, now),
         _ => Outcome::new(),
     }
 }
@@ -95,7 +91,7 @@ fn available(volume: &Object, now: Time) -> Outcome {
 }
 
 /// `Released` (unless it already is, or `Failed`), then deleted if it is
-/// this plugin's to delete.
+/// this plugin's to delete (and not being deleted already).
 fn release(volume: &Object, now: Time) -> Outcome {
     let mut out = Outcome::new();
     if !matches!(phase(volume), "Released" | "Failed")
@@ -105,6 +101,7 @@ fn release(volume: &Object, now: Time) -> Outcome {
     }
     if reclaim_policy(volume) == "Delete"
         && volume.annotation(ANN_PROVISIONED_BY) == Some(PROVISIONER)
+        && !volume.is_being_deleted()
     {
         let options = DeleteOptions::new().uid(volume.uid().unwrap_or(""));
         out = out.delete_with(volume.object_ref(), options);

@@ -810,3 +810,292 @@ fn a_pods_ephemeral_volume_gets_a_claim_the_pod_owns() {
     );
     assert!(h.map(&gone).unwrap().is_empty());
 }
+
+// ---- storage object in use protection -------------------------------------
+
+const CLAIM_FINALIZER: &str = "kubernetes.io/pvc-protection";
+const VOLUME_FINALIZER: &str = "kubernetes.io/pv-protection";
+
+/// `o` deleted (at `now`) and held by `finalizers`.
+fn deleting(o: Object, finalizers: &[&str]) -> Object {
+    with(
+        o,
+        json!({"metadata.deletionTimestamp": "2026-03-01T09:59:00Z",
+               "metadata.finalizers": finalizers}),
+    )
+}
+
+/// A pod `shop/<name>` on node-1, Running, mounting claim `claim`.
+fn pod_using(name: &str, claim: &str, extra: Value) -> Object {
+    let p = obj(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}")},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "db"}],
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]},
+        "status": {"phase": "Running"}
+    }));
+    with(p, extra)
+}
+
+fn pod_ref(name: &str) -> ObjectRef {
+    ObjectRef::new("v1", "Pod", "shop", name)
+}
+
+/// The finalizers each merge patch of `out` leaves, by object name.
+fn finalizer_patches(out: &Outcome) -> Vec<(String, Value)> {
+    out.writes
+        .iter()
+        .filter_map(|w| match w {
+            Write::MergePatch {
+                target,
+                subresource: None,
+                patch,
+            } if patch["metadata"].get("finalizers").is_some() => {
+                assert!(
+                    patch["metadata"]["resourceVersion"].is_string(),
+                    "a finalizer is taken off at the version read: {patch}"
+                );
+                Some((target.name.clone(), patch["metadata"]["finalizers"].clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_claim_being_deleted_keeps_its_finalizer_while_a_scheduled_pod_uses_it() {
+    let held = deleting(
+        claim("data", json!({})),
+        &[CLAIM_FINALIZER, "example.com/keep"],
+    );
+    let mut h = harness(vec![held.clone(), pod_using("db", "data", json!({}))]);
+    let out = h.reconcile_key(&key("data")).unwrap();
+    assert!(out.is_empty(), "a Running pod holds it: {out:?}");
+
+    // As upstream since it waits for the pod object to go (kubernetes
+    // #65552): a pod that has finished may still have the volume mounted.
+    for phase in ["Succeeded", "Failed"] {
+        h.insert(pod_using("db", "data", json!({"status.phase": phase})));
+        let out = h.reconcile_key(&key("data")).unwrap();
+        assert!(out.is_empty(), "a {phase} pod still holds it: {out:?}");
+    }
+    // A pod being deleted (its grace period running) holds it too.
+    h.insert(pod_using(
+        "db",
+        "data",
+        json!({"metadata.deletionTimestamp": "2026-03-01T10:00:30Z",
+               "metadata.deletionGracePeriodSeconds": 30}),
+    ));
+    assert!(h.reconcile_key(&key("data")).unwrap().is_empty());
+
+    // Its pod deleted, the claim goes: only this finalizer is taken off.
+    h.remove(&pod_ref("db"));
+    let out = step(&mut h, &key("data"));
+    assert_eq!(
+        finalizer_patches(&out),
+        [("data".to_owned(), json!(["example.com/keep"]))]
+    );
+    assert_eq!(writes(&out), ["patch pvc/data"]);
+    let left: Vec<String> = live_claim(&h, "data")
+        .finalizers()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(left, ["example.com/keep"]);
+    assert!(h.reconcile_key(&key("data")).unwrap().is_empty(), "done");
+}
+
+#[test]
+fn pods_that_do_not_use_a_claim_do_not_hold_it() {
+    let held = deleting(claim("data", json!({})), &[CLAIM_FINALIZER]);
+    let other_ns = with(
+        pod_using("elsewhere", "data", json!({})),
+        json!({"metadata.namespace": "other"}),
+    );
+    let unscheduled = with(
+        pod_using("waiting", "data", json!({"status.phase": "Pending"})),
+        json!({"spec.nodeName": null}),
+    );
+    let h = harness(vec![
+        held,
+        other_ns,
+        unscheduled,
+        pod_using("web", "logs", json!({})),
+    ]);
+    let out = h.reconcile_key(&key("data")).unwrap();
+    assert_eq!(finalizer_patches(&out), [("data".to_owned(), json!([]))]);
+}
+
+#[test]
+fn a_claim_not_being_deleted_keeps_its_finalizer() {
+    let mut h = harness(vec![
+        with(
+            claim("data", json!({})),
+            json!({"metadata.finalizers": [CLAIM_FINALIZER]}),
+        ),
+        volume("pv-1", "5Gi", json!({})),
+    ]);
+    converge(&mut h, &key("data"));
+    assert_eq!(
+        live_claim(&h, "data").get_str("status.phase"),
+        Some("Bound")
+    );
+    // No pod uses it, and nothing takes the finalizer off a live claim.
+    let out = h.reconcile_key(&key("data")).unwrap();
+    assert!(out.is_empty(), "{out:?}");
+    assert!(live_claim(&h, "data").finalizers().eq([CLAIM_FINALIZER]));
+    // Nor off a claim being deleted without it (someone took it off).
+    h.insert(deleting(claim("gone", json!({})), &["example.com/keep"]));
+    assert!(h.reconcile_key(&key("gone")).unwrap().is_empty());
+}
+
+#[test]
+fn an_ephemeral_claim_is_held_by_its_own_pod_until_the_pod_shuts_down() {
+    let scheduled = |extra: Value| {
+        let running = json!({"spec.nodeName": "node-1", "status.phase": "Running"});
+        with(with(pod_with_ephemeral("web"), running), extra)
+    };
+    let owned_by = |uid: &str| {
+        deleting(
+            claim(
+                "web-scratch",
+                json!({"metadata.ownerReferences": [{"apiVersion": "v1", "kind": "Pod",
+                    "name": "web", "uid": uid, "controller": true}]}),
+            ),
+            &[CLAIM_FINALIZER],
+        )
+    };
+    let mut h = harness(vec![owned_by("uid-web"), scheduled(json!({}))]);
+    assert!(h.reconcile_key(&key("web-scratch")).unwrap().is_empty());
+
+    // A claim of that name the pod does not control is not its volume.
+    h.insert(owned_by("uid-someone-else"));
+    let out = h.reconcile_key(&key("web-scratch")).unwrap();
+    assert_eq!(finalizer_patches(&out).len(), 1, "{out:?}");
+
+    // Its own claim, once the pod has shut down (deleted with grace 0).
+    h.insert(owned_by("uid-web"));
+    h.insert(scheduled(
+        json!({"metadata.deletionTimestamp": "2026-03-01T10:00:00Z",
+                             "metadata.deletionGracePeriodSeconds": 0}),
+    ));
+    let out = h.reconcile_key(&key("web-scratch")).unwrap();
+    assert_eq!(
+        finalizer_patches(&out),
+        [("web-scratch".to_owned(), json!([]))]
+    );
+}
+
+#[test]
+fn a_pods_index_entry_and_map_follow_the_claims_it_uses() {
+    let h = harness(vec![
+        deleting(claim("data", json!({})), &[CLAIM_FINALIZER]),
+        claim("logs", json!({})),
+    ]);
+    let pod = with(
+        pod_using("db", "data", json!({})),
+        json!({"spec.volumes": [
+            {"name": "a", "persistentVolumeClaim": {"claimName": "data"}},
+            {"name": "b", "persistentVolumeClaim": {"claimName": "logs"}},
+            {"name": "c", "emptyDir": {}}]}),
+    );
+    let entry = h.index(&pod).expect("filed under its claims");
+    assert_eq!(entry.keys, ["shop/data", "shop/logs"]);
+    // The claim being deleted is requeued; the live one is not.
+    assert_eq!(h.map(&pod).unwrap(), [key("data")]);
+    // Its entry changes when it is scheduled (map runs only then).
+    let pending = with(pod.clone(), json!({"spec.nodeName": null}));
+    let pending_entry = h.index(&pending).unwrap();
+    assert_eq!(pending_entry.keys, entry.keys);
+    assert_ne!(pending_entry.summary, entry.summary);
+    // A pod with no claims is filed nowhere.
+    let plain = with(
+        pod,
+        json!({"spec.volumes": [{"name": "c", "emptyDir": {}}]}),
+    );
+    assert!(h.index(&plain).is_none());
+}
+
+#[test]
+fn a_volume_being_deleted_keeps_its_finalizer_while_bound() {
+    let mut h = harness(vec![
+        class("kept", PROVISIONER, json!({"reclaimPolicy": "Retain"})),
+        claim("data", json!({"spec.storageClassName": "kept"})),
+    ]);
+    converge(&mut h, &key("data"));
+    let name = "pvc-uid-data";
+    let pv = live_volume(&h, name).unwrap();
+    assert_eq!(pv.get_str("status.phase"), Some("Bound"));
+    // Not being deleted: nothing to take off.
+    let pv = with(pv, json!({"metadata.finalizers": [VOLUME_FINALIZER]}));
+    h.insert(pv.clone());
+    assert!(h.reconcile_key(&key("data")).unwrap().is_empty());
+
+    // Deleted while bound: it waits, and its change wakes its claim.
+    let pv = deleting(pv, &[VOLUME_FINALIZER]);
+    h.insert(pv.clone());
+    assert_eq!(h.map(&pv).unwrap(), [key("data")]);
+    assert!(h.reconcile_key(&key("data")).unwrap().is_empty());
+
+    // Its claim goes: the volume is Released (not deleted again), then
+    // the finalizer comes off.
+    h.remove(&key("data"));
+    let out = step(&mut h, &key("data"));
+    assert_eq!(writes(&out), [format!("status pv/{name}")]);
+    let out = step(&mut h, &key("data"));
+    assert_eq!(finalizer_patches(&out), [(name.to_owned(), json!([]))]);
+    assert!(live_volume(&h, name).unwrap().finalizers().next().is_none());
+}
+
+#[test]
+fn a_deleted_claims_volume_is_deleted_then_let_go() {
+    let mut h = harness(vec![
+        class("fast", PROVISIONER, json!({})),
+        claim("data", json!({"spec.storageClassName": "fast"})),
+    ]);
+    converge(&mut h, &key("data"));
+    let name = "pvc-uid-data";
+    let pv = with(
+        live_volume(&h, name).unwrap(),
+        json!({"metadata.finalizers": [VOLUME_FINALIZER]}),
+    );
+    h.insert(pv);
+    h.remove(&key("data"));
+    // Released and deleted (reclaim policy Delete) ...
+    let out = h.reconcile_key(&key("data")).unwrap();
+    assert_eq!(
+        writes(&out),
+        [format!("status pv/{name}"), format!("delete pv/{name}")]
+    );
+    // ... which the finalizer holds: once the plugin sees that, it lets go.
+    let mut released = live_volume(&h, name).unwrap();
+    released.set("status.phase", json!("Released"));
+    h.insert(deleting(released, &[VOLUME_FINALIZER]));
+    let out = h.reconcile_key(&key("data")).unwrap();
+    assert_eq!(writes(&out), [format!("patch pv/{name}")]);
+    assert_eq!(finalizer_patches(&out), [(name.to_owned(), json!([]))]);
+}
+
+#[test]
+fn an_unclaimed_volume_being_deleted_is_let_go_under_its_own_key() {
+    let pv = deleting(
+        volume("pv-1", "1Gi", json!({"spec.storageClassName": "gold"})),
+        &[VOLUME_FINALIZER],
+    );
+    let h = harness(vec![
+        claim("a", json!({"spec.storageClassName": "gold"})),
+        pv.clone(),
+    ]);
+    let own = ObjectRef::new("v1", "PersistentVolumeClaim", "default", "pv-1");
+    // Not the unbound claims of its class: the key that lets it go.
+    assert_eq!(h.map(&pv).unwrap(), std::slice::from_ref(&own));
+    let out = h.reconcile_key(&own).unwrap();
+    assert_eq!(finalizer_patches(&out), [("pv-1".to_owned(), json!([]))]);
+    // A claim's key does not touch it.
+    assert!(
+        h.reconcile_key(&key("a"))
+            .unwrap()
+            .writes
+            .iter()
+            .all(|w| w.target().name != "pv-1")
+    );
+}
