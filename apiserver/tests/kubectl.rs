@@ -342,13 +342,7 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn crd_then_custom_resource() {
     let k = Kube::new().await;
-    k.ok_in(&["apply", "-f", "-"], Some(CRD));
-    k.ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/widgets.example.com",
-        "--timeout=10s",
-    ]);
+    k.apply_crd(CRD);
     let w = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 2}\n";
     k.ok_in(&["apply", "-f", "-"], Some(w));
     k.ok_in(&["apply", "-f", "-"], Some(w));
@@ -425,13 +419,7 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn custom_resources_are_selected_by_their_selectable_fields() {
     let k = Kube::new().await;
-    k.ok_in(&["apply", "-f", "-"], Some(ROUTE_CRD));
-    k.ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/routes.example.com",
-        "--timeout=10s",
-    ]);
+    k.apply_crd(ROUTE_CRD);
     let route = |name: &str, spec: &str| {
         format!(
             "apiVersion: example.com/v1\nkind: Route\nmetadata: {{name: {name}}}\nspec: {spec}\n"
@@ -522,10 +510,8 @@ async fn custom_resources_are_selected_by_their_selectable_fields() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn server_side_apply_merges_custom_lists_by_their_list_type() {
     let k = Kube::new().await;
-    k.ok_in(
-        &["apply", "-f", "-"],
-        Some(
-            "
+    k.apply_crd(
+        "
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: gateways.example.com}
@@ -567,14 +553,7 @@ spec:
                 x-kubernetes-map-type: atomic
                 additionalProperties: {type: string}
 ",
-        ),
     );
-    k.ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/gateways.example.com",
-        "--timeout=10s",
-    ]);
     let apply =
         |manager: &str, spec: &str| {
             k.run(
@@ -676,10 +655,8 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn custom_printer_columns_as_a_cluster_prints_them() {
     let k = Kube::new().await;
-    k.ok_in(
-        &["apply", "-f", "-"],
-        Some(
-            r#"
+    k.apply_crd(
+        r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: certs.example.com}
@@ -697,14 +674,7 @@ spec:
     - {name: Replicas, type: integer, jsonPath: .spec.replicas}
     - {name: Secret, type: string, jsonPath: .spec.secretName, priority: 1}
 "#,
-        ),
     );
-    k.ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/certs.example.com",
-        "--timeout=10s",
-    ]);
     k.ok_in(
         &["create", "-f", "-"],
         Some(

@@ -258,10 +258,7 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn custom_resources_are_validated_by_their_schema() {
     let k = Kube::new().await;
-    k.ok_in(&["apply", "-f", "-"], Some(WIDGET_CRD));
-    k.eventually("the Widget kind is served", || {
-        k.exists(&["get", "widgets"])
-    });
+    k.apply_crd(WIDGET_CRD);
     let err = k.fail(
         &["apply", "-f", "-"],
         Some(
@@ -360,10 +357,7 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn custom_resources_are_held_to_their_cel_rules() {
     let k = Kube::new().await;
-    k.ok_in(&["apply", "-f", "-"], Some(GADGET_CRD));
-    k.eventually("the Gadget kind is served", || {
-        k.exists(&["get", "gadgets"])
-    });
+    k.apply_crd(GADGET_CRD);
     let gadget = |spec: &str| {
         format!("apiVersion: example.com/v1\nkind: Gadget\nmetadata: {{name: g}}\nspec: {spec}\n")
     };
@@ -460,8 +454,7 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn custom_resources_get_their_schema_defaults() {
     let k = Kube::new().await;
-    k.ok_in(&["apply", "-f", "-"], Some(COG_CRD));
-    k.eventually("the Cog kind is served", || k.exists(&["get", "cogs"]));
+    k.apply_crd(COG_CRD);
     let spec = |name: &str| {
         k.ok(&["get", "cog", name, "-o", "jsonpath={.spec}"])
             .parse::<Value>()
@@ -659,10 +652,7 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn list_types_and_one_of_are_enforced() {
     let k = Kube::new().await;
-    k.ok_in(&["apply", "-f", "-"], Some(SPROCKET_CRD));
-    k.eventually("the Sprocket kind is served", || {
-        k.exists(&["get", "sprockets"])
-    });
+    k.apply_crd(SPROCKET_CRD);
     let sprocket = |spec: &str| {
         format!("apiVersion: example.com/v1\nkind: Sprocket\nmetadata: {{name: s}}\nspec: {spec}\n")
     };

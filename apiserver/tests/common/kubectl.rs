@@ -89,6 +89,23 @@ impl Kube {
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 
+    /// Applies a CustomResourceDefinition and waits until its kind is
+    /// served (`Established`), as a user's `kubectl wait` would.
+    pub fn apply_crd(&self, yaml: &str) {
+        self.ok_in(&["apply", "-f", "-"], Some(yaml));
+        let name = yaml
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("metadata: {name: "))
+            .and_then(|n| n.strip_suffix('}'))
+            .expect("the CRD's metadata on one line: `metadata: {name: ...}`");
+        self.ok(&[
+            "wait",
+            "--for=condition=Established",
+            &format!("crd/{name}"),
+            "--timeout=10s",
+        ]);
+    }
+
     pub fn json(&self, args: &[&str]) -> Value {
         let mut a = args.to_vec();
         a.extend(["-o", "json"]);
