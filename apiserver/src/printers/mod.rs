@@ -170,6 +170,46 @@ mod tests {
     }
 
     #[test]
+    fn claims_and_volumes_as_kubectl_prints_them() {
+        let pending = json!({"metadata": {"name": "data"},
+            "spec": {"resources": {"requests": {"storage": "1Gi"}}},
+            "status": {"phase": "Pending", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}});
+        let row = row("", "persistentvolumeclaims", &pending);
+        let at = |c: &str| row.iter().find(|(n, _)| n == c).unwrap().1.clone();
+        assert_eq!((at("Capacity"), at("Access Modes")), (json!(""), json!("")));
+        assert_eq!(at("VolumeAttributesClass"), "<unset>");
+        assert_eq!(at("VolumeMode"), "<unset>");
+        let mut bound = pending.clone();
+        bound["spec"]["volumeName"] = json!("pv-1");
+        bound["spec"]["volumeAttributesClassName"] = json!("fast");
+        assert_eq!(
+            cell("", "persistentvolumeclaims", &bound, "Capacity"),
+            "1Gi"
+        );
+        assert_eq!(
+            cell("", "persistentvolumeclaims", &bound, "Access Modes"),
+            "RWO"
+        );
+        assert_eq!(
+            cell(
+                "",
+                "persistentvolumeclaims",
+                &bound,
+                "VolumeAttributesClass"
+            ),
+            "fast"
+        );
+        let pv = json!({"metadata": {"name": "pv-1", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"volumeMode": "Block"}, "status": {"phase": "Bound"}});
+        assert_eq!(cell("", "persistentvolumes", &pv, "Status"), "Terminating");
+        assert_eq!(
+            cell("", "persistentvolumes", &pv, "VolumeAttributesClass"),
+            "<unset>"
+        );
+        assert_eq!(cell("", "persistentvolumes", &pv, "VolumeMode"), "Block");
+    }
+
+    #[test]
     fn cells_as_kubectl_prints_them() {
         let hpa = json!({"metadata": {"name": "web"}, "spec": {"minReplicas": 2, "maxReplicas": 5,
             "scaleTargetRef": {"kind": "Deployment", "name": "web"},

@@ -43,6 +43,25 @@ fn phase(v: &Value) -> Value {
     json!(s(&v["status"]["phase"]))
 }
 
+/// Whether a claim names its volume (`spec.volumeName`).
+fn bound(claim: &Value) -> bool {
+    !s(&claim["spec"]["volumeName"]).is_empty()
+}
+
+/// A volume's or claim's `volumeAttributesClassName`, `<unset>` without one.
+fn volume_attributes_class(v: &Value) -> Value {
+    json!(
+        v["spec"]["volumeAttributesClassName"]
+            .as_str()
+            .unwrap_or("<unset>")
+    )
+}
+
+/// A volume's or claim's `volumeMode`, `<unset>` without one.
+fn volume_mode(v: &Value) -> Value {
+    json!(v["spec"]["volumeMode"].as_str().unwrap_or("<unset>"))
+}
+
 /// The columns of `group`/`plural` if they are among this file's kinds.
 pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
     let cols = match (group, plural) {
@@ -92,33 +111,28 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
                 }
             }),
             col("StorageClass", |v| json!(s(&v["spec"]["storageClassName"]))),
-            col("VolumeAttributesClass", |v| {
-                or_none(s(&v["spec"]["volumeAttributesClassName"]))
-            }),
+            col("VolumeAttributesClass", volume_attributes_class),
             col("Reason", |v| json!(s(&v["status"]["reason"]))),
             col("Age", age),
-            wide("VolumeMode", |v| {
-                json!(v["spec"]["volumeMode"].as_str().unwrap_or("Filesystem"))
-            }),
+            wide("VolumeMode", volume_mode),
         ],
         ("", "persistentvolumeclaims") => vec![
             col("Name", name),
             col("Status", phase),
             col("Volume", |v| json!(s(&v["spec"]["volumeName"]))),
-            col("Capacity", |v| {
-                json!(s(&v["status"]["capacity"]["storage"]))
+            // The bound volume's capacity and modes, none before binding.
+            col("Capacity", |v| match bound(v) {
+                true => json!(s(&v["status"]["capacity"]["storage"])),
+                false => json!(""),
             }),
-            col("Access Modes", |v| {
-                access_modes(&v["status"]["accessModes"])
+            col("Access Modes", |v| match bound(v) {
+                true => access_modes(&v["status"]["accessModes"]),
+                false => json!(""),
             }),
             col("StorageClass", |v| json!(s(&v["spec"]["storageClassName"]))),
-            col("VolumeAttributesClass", |v| {
-                or_none(s(&v["spec"]["volumeAttributesClassName"]))
-            }),
+            col("VolumeAttributesClass", volume_attributes_class),
             col("Age", age),
-            wide("VolumeMode", |v| {
-                json!(v["spec"]["volumeMode"].as_str().unwrap_or("Filesystem"))
-            }),
+            wide("VolumeMode", volume_mode),
         ],
         ("", "resourcequotas") => vec![
             col("Name", name),
