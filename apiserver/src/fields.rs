@@ -165,8 +165,7 @@ pub(crate) fn value<'a>(group: &str, plural: &str, obj: &'a Value, field: &str) 
 /// a boolean printed; anything else (or nothing) as no value, which a
 /// selector compares as "".
 pub(crate) fn selectable_value(obj: &Value, path: &str) -> Option<String> {
-    let v = path.split('.').try_fold(obj, |v, p| v.get(p))?;
-    match v {
+    match at(obj, path)? {
         Value::String(s) => Some(s.clone()),
         Value::Bool(b) => Some(b.to_string()),
         Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
@@ -174,19 +173,17 @@ pub(crate) fn selectable_value(obj: &Value, path: &str) -> Option<String> {
     }
 }
 
+/// The value at a dotted path, if there is one.
+fn at<'a>(v: &'a Value, field: &str) -> Option<&'a Value> {
+    field.split('.').try_fold(v, |v, p| v.get(p))
+}
+
 /// A dotted path's string value (empty when missing).
 fn path<'a>(v: &'a Value, field: &str) -> Cow<'a, str> {
-    let mut cur = v;
-    for p in field.split('.') {
-        match cur.get(p) {
-            Some(n) => cur = n,
-            None => return Cow::Borrowed(""),
-        }
-    }
-    match cur {
-        Value::String(s) => Cow::Borrowed(s),
-        Value::Null => Cow::Borrowed(""),
-        other => Cow::Owned(other.to_string()),
+    match at(v, field) {
+        Some(Value::String(s)) => Cow::Borrowed(s),
+        None | Some(Value::Null) => Cow::Borrowed(""),
+        Some(other) => Cow::Owned(other.to_string()),
     }
 }
 

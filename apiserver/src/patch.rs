@@ -341,12 +341,7 @@ fn merge_list(field: &str, target: &mut Vec<Value>, patch: &[Value]) -> Result<(
         return Ok(());
     }
     if merges_primitives(field) {
-        let mut present: HashSet<String> = target.iter().map(Value::to_string).collect();
-        for p in patch {
-            if present.insert(p.to_string()) {
-                target.push(p.clone());
-            }
-        }
+        union(target, patch);
         return Ok(());
     }
     let Some(first) = patch.first().or(target.first()) else {
@@ -398,6 +393,17 @@ fn merge_list(field: &str, target: &mut Vec<Value>, patch: &[Value]) -> Result<(
     Ok(())
 }
 
+/// Adds to `target` the items of `patch` it does not hold (a list of
+/// scalars merged as a set).
+fn union(target: &mut Vec<Value>, patch: &[Value]) {
+    let mut present: HashSet<String> = target.iter().map(Value::to_string).collect();
+    for p in patch {
+        if present.insert(p.to_string()) {
+            target.push(p.clone());
+        }
+    }
+}
+
 /// Merges a custom resource's list as its schema's list type says (see
 /// `custom_lists.rs`): a `map` list by its keys, a `set` as a union, any
 /// other list replaced.
@@ -410,14 +416,7 @@ fn merge_custom_list(
     let lists = custom_lists::in_effect().expect("called with custom lists in effect");
     match t {
         ListType::Atomic => *target = patch.iter().map(strip_directives).collect(),
-        ListType::Set => {
-            let mut present: HashSet<String> = target.iter().map(Value::to_string).collect();
-            for p in patch {
-                if present.insert(p.to_string()) {
-                    target.push(p.clone());
-                }
-            }
-        }
+        ListType::Set => union(target, patch),
         ListType::Map(keys) => {
             let mut at: HashMap<String, usize> = HashMap::new();
             for (i, item) in target.iter().enumerate() {

@@ -182,31 +182,16 @@ mod tests {
         let mut bound = pending.clone();
         bound["spec"]["volumeName"] = json!("pv-1");
         bound["spec"]["volumeAttributesClassName"] = json!("fast");
-        assert_eq!(
-            cell("", "persistentvolumeclaims", &bound, "Capacity"),
-            "1Gi"
-        );
-        assert_eq!(
-            cell("", "persistentvolumeclaims", &bound, "Access Modes"),
-            "RWO"
-        );
-        assert_eq!(
-            cell(
-                "",
-                "persistentvolumeclaims",
-                &bound,
-                "VolumeAttributesClass"
-            ),
-            "fast"
-        );
+        let claim = |column| cell("", "persistentvolumeclaims", &bound, column);
+        assert_eq!(claim("Capacity"), "1Gi");
+        assert_eq!(claim("Access Modes"), "RWO");
+        assert_eq!(claim("VolumeAttributesClass"), "fast");
         let pv = json!({"metadata": {"name": "pv-1", "deletionTimestamp": "2026-01-01T00:00:00Z"},
             "spec": {"volumeMode": "Block"}, "status": {"phase": "Bound"}});
-        assert_eq!(cell("", "persistentvolumes", &pv, "Status"), "Terminating");
-        assert_eq!(
-            cell("", "persistentvolumes", &pv, "VolumeAttributesClass"),
-            "<unset>"
-        );
-        assert_eq!(cell("", "persistentvolumes", &pv, "VolumeMode"), "Block");
+        let volume = |column| cell("", "persistentvolumes", &pv, column);
+        assert_eq!(volume("Status"), "Terminating");
+        assert_eq!(volume("VolumeAttributesClass"), "<unset>");
+        assert_eq!(volume("VolumeMode"), "Block");
     }
 
     #[test]
