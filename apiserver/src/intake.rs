@@ -108,6 +108,20 @@ pub(crate) fn coerce(res: &Resource, version: &str, v: &mut Value) -> Vec<String
     }
 }
 
+/// A stored custom resource as kube's storage decoder reads it back: pruned
+/// and defaulted by the schema of the version it is stored in, so that a
+/// CRD whose schema changed since the object was written shows the new
+/// defaults (and drops fields it no longer has) on every read, while the
+/// stored object itself stays as written. `None` when nothing changes.
+pub(crate) fn coerce_stored(res: &Resource, v: &Value) -> Option<Value> {
+    let version = v["apiVersion"].as_str()?.rsplit_once('/')?.1;
+    let schema = res.schema(version)?;
+    let mut coerced = v.clone();
+    schema.prune(&mut coerced);
+    schema.default(&mut coerced);
+    (coerced != *v).then_some(coerced)
+}
+
 /// The fields a body repeats: a JSON body's by path and place, a YAML
 /// body's in go-yaml's words (`line 9: key "foo" already set in map`).
 #[derive(Debug, Default)]

@@ -163,6 +163,18 @@ pub(crate) enum RvError {
 
 type Table = BTreeMap<(String, String), Arc<Obj>>;
 
+/// Replaces each object of `table` (resource `res`) that `coerce` changes
+/// with its coerced form at the same revision: what every read returns from
+/// then on, as kube's storage decoder gives it, with nothing written to
+/// storage and no watch event (the stored object is unchanged).
+fn recoerce(table: &mut Table, res: &str, coerce: impl Fn(&Value) -> Option<Value>) {
+    for obj in table.values_mut() {
+        if let Some(v) = coerce(&obj.value()) {
+            *obj = Arc::new(Obj::new(res, obj.rv, &v));
+        }
+    }
+}
+
 /// `(namespace, name)`.
 pub(crate) type Key = (String, String);
 
@@ -289,6 +301,11 @@ impl State {
                 }
             }
         }
+        for res in registry.all().filter(|r| !r.builtin) {
+            if let Some(table) = tables.get_mut(&res.key()) {
+                recoerce(table, &res.key(), |v| crate::intake::coerce_stored(res, v));
+            }
+        }
         Self {
             rv: start_rv,
             registry,
@@ -306,6 +323,14 @@ impl State {
             charges: None,
             charges_deferrable: false,
             follow_up: None,
+        }
+    }
+
+    /// Reads every stored object of resource `res` (`group/plural`) again
+    /// through `coerce` (see [`recoerce`]).
+    pub(crate) fn recoerce(&mut self, res: &str, coerce: impl Fn(&Value) -> Option<Value>) {
+        if let Some(table) = self.tables.get_mut(res) {
+            recoerce(table, res, coerce);
         }
     }
 

@@ -373,6 +373,14 @@ fn crd_status(crd: &mut Value) {
 
 fn register_crd(st: &mut State, obj: &Value) {
     if let Ok(r) = resources::from_crd(obj) {
+        let key = r.key();
+        let changed = st
+            .registry
+            .get_key(&key)
+            .is_none_or(|old| old.schemas != r.schemas);
+        if changed {
+            st.recoerce(&key, |v| crate::intake::coerce_stored(&r, v));
+        }
         st.registry.insert(r);
         st.follow_up(FollowUp::ServedApisChanged);
     }

@@ -284,3 +284,65 @@ async fn a_quota_charge_survives_kill_9_with_exactly_its_objects() {
     assert_eq!(used["configmaps"], stored.to_string(), "{q}");
     assert_eq!(used["count/configmaps"], stored.to_string(), "{q}");
 }
+
+/// A CRD whose schema gains a default and loses a field: its stored
+/// objects read back defaulted and pruned by the new schema, at their own
+/// resource version (nothing is rewritten), as kube's storage decoder reads
+/// them; the same after a restart, which reads the old stored form again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_custom_resources_read_through_their_crds_current_schema() {
+    use serde_json::json;
+    let crd = |spec_props: serde_json::Value| {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": spec_props}}}}}]}
+        })
+    };
+    const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(Config::new().data_dir(dir.path().into()))
+        .await
+        .unwrap();
+    let http = Http::new(server.addr());
+    let (c, _) = http
+        .post(
+            CRDS,
+            &crd(json!({"size": {"type": "string"}, "legacy": {"type": "string"}})),
+        )
+        .await;
+    assert_eq!(c, 201);
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"size": "s", "legacy": "x"}});
+    let (c, created) = http.post(WIDGETS, &widget).await;
+    assert_eq!(c, 201, "{created}");
+    let rv = created["metadata"]["resourceVersion"].clone();
+    let (c, _) = http
+        .merge_patch(
+            &format!("{CRDS}/widgets.example.com"),
+            &json!({"spec": {"versions": crd(json!({
+                "size": {"type": "string"},
+                "replicas": {"type": "integer", "default": 3}}))["spec"]["versions"]}}),
+        )
+        .await;
+    assert_eq!(c, 200);
+    let want = json!({"size": "s", "replicas": 3});
+    let (_, got) = http.get(&format!("{WIDGETS}/w")).await;
+    assert_eq!(got["spec"], want);
+    assert_eq!(got["metadata"]["resourceVersion"], rv, "nothing rewritten");
+    let (_, list) = http.get(WIDGETS).await;
+    assert_eq!(list["items"][0]["spec"], want);
+    server.shutdown().await;
+    let server = start(Config::new().data_dir(dir.path().into()))
+        .await
+        .unwrap();
+    let (_, got) = Http::new(server.addr()).get(&format!("{WIDGETS}/w")).await;
+    assert_eq!(got["spec"], want, "after a restart");
+    assert_eq!(got["metadata"]["resourceVersion"], rv);
+    server.shutdown().await;
+}
