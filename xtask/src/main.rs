@@ -233,8 +233,13 @@ fn run(args: &[String]) -> Result<()> {
         ])
         .arg(&kubeconfig)
         .arg("--plugins")
-        .arg(&dir)
-        .args(args);
+        .arg(&dir);
+    // Precompiled plugins kept between runs: compiling the example plugins
+    // takes seconds, loading them from here a fraction of one.
+    if !args.iter().any(|a| a.starts_with("--cache-dir")) {
+        cmd.arg("--cache-dir").arg(target_dir().join("run").join("cache"));
+    }
+    cmd.args(args);
     eprintln!("$ {}", describe(&cmd));
     let mut child = cmd.spawn().context("could not start windlass")?;
     let started = std::time::Instant::now();
