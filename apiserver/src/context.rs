@@ -45,6 +45,7 @@ impl Ctx {
             version: &self.version,
             ns: &self.ns,
             dry_run: self.q.get("dryRun") == Some("All"),
+            sub: "",
         }
     }
 

@@ -356,6 +356,7 @@ fn apply(st: &mut State, a: &Action) -> bool {
         version: &res.versions[0],
         ns,
         dry_run: false,
+        sub: "",
     };
     let Some(old) = st.get(res_key, ns, name) else {
         return false;

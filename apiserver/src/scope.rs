@@ -14,6 +14,9 @@ pub(crate) struct Req<'a> {
     /// Empty for cluster-scoped resources.
     pub(crate) ns: &'a str,
     pub(crate) dry_run: bool,
+    /// The subresource written through (`binding`), empty for the object
+    /// itself; the rules of what an update may change depend on it.
+    pub(crate) sub: &'a str,
 }
 
 impl<'a> Req<'a> {

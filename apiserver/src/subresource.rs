@@ -9,6 +9,7 @@ use crate::context::Ctx;
 use crate::patch::{self, PatchKind};
 use crate::request::{self as rq, RespBody};
 use crate::resources::Resource;
+use crate::scope::Req;
 use crate::state::Current;
 use crate::status::{ApiError, ApiResult, Target};
 use crate::write;
@@ -223,7 +224,11 @@ pub(crate) async fn binding(
         }
         let mut new = old.value.clone();
         bind(&mut new, node, &b["metadata"]["annotations"]);
-        write::commit_update(&mut st, &ctx.req(), &old, new)?
+        let req = Req {
+            sub: "binding",
+            ..ctx.req()
+        };
+        write::commit_update(&mut st, &req, &old, new)?
     };
     ctx.finish(w, 201).await?;
     Ok(rq::json(201, &crate::status::success(None)))

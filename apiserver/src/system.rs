@@ -156,6 +156,7 @@ pub(crate) fn sync_crd_api_services(st: &mut State) {
                 version: &res.versions[0],
                 ns: "",
                 dry_run: false,
+                sub: "",
             };
             let name = object::name(&o).to_owned();
             if let Err(e) = write::delete(st, &req, &name, &Default::default()) {
@@ -204,6 +205,7 @@ fn upsert(st: &mut State, key: &str, ns: &str, obj: Value, update: bool) {
         version: &res.versions[0],
         ns,
         dry_run: false,
+        sub: "",
     };
     let result = match st.get(key, ns, &name).map(Current::of) {
         None => write::create(st, &req, obj.clone(), None).and_then(|w| {

@@ -6,6 +6,7 @@ mod cronjob;
 mod event;
 mod job;
 mod pod_spec;
+mod pod_update;
 mod service;
 mod storage;
 pub(crate) use service::NODE_PORTS;
@@ -390,6 +391,7 @@ pub(crate) fn update_errors(
     plural: &str,
     old: &Value,
     new: &Value,
+    sub: &str,
 ) -> Vec<(String, String)> {
     let mut errs = Vec::new();
     let immutable = |field: &str, a: &Value, b: &Value, errs: &mut Vec<(String, String)>| {
@@ -401,6 +403,7 @@ pub(crate) fn update_errors(
         }
     };
     match (group, plural) {
+        ("", "pods") => errs.extend(pod_update::errors(old, new, sub == "binding")),
         ("apps", "deployments" | "replicasets" | "daemonsets") => {
             immutable(
                 "spec.selector",
@@ -584,24 +587,24 @@ mod tests {
     #[test]
     fn what_updates_may_not_change() {
         let d = |app: &str| json!({"spec": {"selector": {"matchLabels": {"app": app}}}});
-        let e = update_errors("apps", "deployments", &d("a"), &d("b"));
+        let e = update_errors("apps", "deployments", &d("a"), &d("b"), "");
         assert_eq!(e[0].0, "spec.selector");
         assert!(e[0].1.ends_with("field is immutable"));
-        assert!(update_errors("apps", "deployments", &d("a"), &d("a")).is_empty());
+        assert!(update_errors("apps", "deployments", &d("a"), &d("a"), "").is_empty());
         let sts = |sel: &str, replicas: u32| {
             json!({"spec": {"replicas": replicas, "serviceName": "s",
                 "selector": {"matchLabels": {"app": sel}}}})
         };
-        assert!(update_errors("apps", "statefulsets", &sts("a", 1), &sts("a", 3)).is_empty());
-        let e = update_errors("apps", "statefulsets", &sts("a", 1), &sts("b", 1));
+        assert!(update_errors("apps", "statefulsets", &sts("a", 1), &sts("a", 3), "").is_empty());
+        let e = update_errors("apps", "statefulsets", &sts("a", 1), &sts("b", 1), "");
         assert_eq!(e[0].0, "spec");
         assert!(e[0].1.starts_with("Forbidden: updates to statefulset spec"));
         let cm = |v: &str| json!({"immutable": true, "data": {"k": v}});
         assert_eq!(
-            update_errors("", "configmaps", &cm("1"), &cm("2"))[0].0,
+            update_errors("", "configmaps", &cm("1"), &cm("2"), "")[0].0,
             "data"
         );
-        assert!(update_errors("", "configmaps", &cm("1"), &cm("1")).is_empty());
+        assert!(update_errors("", "configmaps", &cm("1"), &cm("1"), "").is_empty());
     }
 
     #[test]

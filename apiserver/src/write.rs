@@ -237,6 +237,7 @@ fn validate_all(
             &req.res.plural,
             old,
             obj,
+            req.sub,
         ));
     }
     if !req.res.builtin

@@ -279,23 +279,43 @@ async fn write_semantics() {
         .collect();
     assert_eq!(left, vec!["r"]);
     // JSON patch and strategic patch over HTTP; CRDs would refuse strategic.
+    // A strategic patch merges containers by name (a pod's image may change,
+    // its containers may not be added to).
     let (c, o) = http
-        .send("PATCH", &format!("{PODS}/r"), "application/strategic-merge-patch+json",
-            Some(&json!({"spec": {"containers": [{"name": "c", "image": "busybox:2"}, {"name": "d", "image": "x"}]}})))
+        .send(
+            "PATCH",
+            &format!("{PODS}/r"),
+            "application/strategic-merge-patch+json",
+            Some(&json!({"spec": {"containers": [{"name": "c", "image": "busybox:2"}]}})),
+        )
         .await;
     assert_eq!(c, 200, "{o}");
-    assert_eq!(o["spec"]["containers"].as_array().unwrap().len(), 2);
+    assert_eq!(o["spec"]["containers"].as_array().unwrap().len(), 1);
+    assert_eq!(o["spec"]["containers"][0]["image"], "busybox:2");
+    let (c, o) = http
+        .send(
+            "PATCH",
+            &format!("{PODS}/r"),
+            "application/strategic-merge-patch+json",
+            Some(&json!({"spec": {"containers": [{"name": "d", "image": "x"}]}})),
+        )
+        .await;
+    assert_eq!(c, 422, "{o}");
+    assert_eq!(
+        o["message"],
+        "Pod \"r\" is invalid: spec.containers: Forbidden: pod updates may not add or remove containers"
+    );
     let (c, o) = http
         .send(
             "PATCH",
             &format!("{PODS}/r"),
             "application/json-patch+json",
-            Some(&json!([{"op": "remove", "path": "/spec/containers/1"}])),
+            Some(&json!([{"op": "replace", "path": "/spec/containers/0/image", "value": "busybox:3"}])),
         )
         .await;
     assert_eq!(
-        (c, o["spec"]["containers"].as_array().unwrap().len()),
-        (200, 1)
+        (c, o["spec"]["containers"][0]["image"].as_str()),
+        (200, Some("busybox:3"))
     );
     assert!(rv_of(&o) > 0);
 }

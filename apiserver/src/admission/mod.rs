@@ -598,6 +598,7 @@ mod tests {
             ns: "a",
             version: "v1",
             dry_run: false,
+            sub: "",
         };
         for bad in [json!({"cpu": "x"}), json!("1")] {
             let mut p = pod("p", "1");
@@ -638,6 +639,7 @@ mod tests {
             ns: "a",
             version: "v1",
             dry_run: false,
+            sub: "",
         };
         st.charges_deferrable = true;
         for name in ["p1", "p2"] {

@@ -712,7 +712,7 @@ mod tests {
         let rules = json!({"rules": [{"succeededCount": 1}]});
         let old = job(json!({"managedBy": "example.com/queue", "successPolicy": rules}));
         let errs = |new: &Value| -> Vec<String> {
-            super::super::update_errors("batch", "jobs", &old, new)
+            super::super::update_errors("batch", "jobs", &old, new, "")
                 .iter()
                 .map(|(f, m)| format!("{f}: {m}"))
                 .collect()

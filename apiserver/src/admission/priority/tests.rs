@@ -36,6 +36,7 @@ fn admit(classes: &[Value], spec: Value) -> Result<Value, String> {
         ns: "a",
         version: "v1",
         dry_run: false,
+        sub: "",
     };
     let mut p = pod(spec);
     admit_pod(&st, &req, &mut p)
