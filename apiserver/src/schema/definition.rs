@@ -20,7 +20,7 @@ pub(crate) fn errors(crd: &Value, old: Option<&Value>) -> Causes {
     let mut errs = Causes::new();
     // As kube, rules that came after a CRD was stored do not hold an update
     // of it back: one that already breaks them is not held to them.
-    if !old.is_some_and(|o| !kube_schema_errors(o).is_empty()) {
+    if old.is_none_or(|o| kube_schema_errors(o).is_empty()) {
         errs.extend(kube_schema_errors(crd));
     }
     for (path, s) in schemas(crd) {

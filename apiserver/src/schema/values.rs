@@ -36,7 +36,7 @@ pub(crate) fn errors(schema: &Value, obj: &Value) -> Causes {
 
 /// The problems of `v` under the schema node `s`, named from `path` (a
 /// `default` in a CRD, say), resource meta and all.
-pub(crate) fn errors_at(s: &Value, v: &Value, path: &str) -> Causes {
+pub(super) fn errors_at(s: &Value, v: &Value, path: &str) -> Causes {
     let mut errs = Causes::new();
     node(s, v, path, &mut errs);
     errs
