@@ -7,9 +7,7 @@
 //! `x-kubernetes-*` list and map markers; and every `default` survives
 //! pruning and passes its own node's validation.
 //!
-//! Not here: `completeness` (properties named in `allOf` &c. must be
-//! declared outside them too), and running `x-kubernetes-validations`
-//! rules over defaults.
+//! Not here: running `x-kubernetes-validations` rules over defaults.
 
 use serde_json::Value;
 
@@ -45,6 +43,7 @@ pub(super) fn errors(s: &Value, path: &str) -> Causes {
     if convertible(s) {
         let mut structural = Causes::new();
         invariants(s, Level::Root, path, &mut structural);
+        composites_complete(s, s, path, path, &mut structural);
         structural.sort_by_cached_key(|(f, m)| format!("{f}: {m}"));
         if structural.is_empty() {
             defaults(s, path, true, false, &mut errs);
@@ -372,6 +371,41 @@ fn nested(v: &Value, skip_any_of: bool, p: &str, errs: &mut Causes) {
     if v["properties"].get("metadata").is_some() {
         let at = prop(p, "metadata");
         field::forbidden(errs, at, "must not be specified in a nested context");
+    }
+}
+
+/// kube's `validateStructuralCompleteness`: what the root's `allOf`,
+/// `anyOf`, `oneOf` and `not` restrict (properties, items) the node they
+/// sit on declares too. `v` holds the composites, `s` is the node, at
+/// `vp` and `sp`. (kube looks at the root's composites only.)
+fn composites_complete(v: &Value, s: &Value, sp: &str, vp: &str, errs: &mut Causes) {
+    if v["not"].is_object() {
+        nested_complete(&v["not"], Some(s), sp, &format!("{vp}.not"), errs);
+    }
+    for k in ["allOf", "anyOf", "oneOf"] {
+        for (i, c) in v[k].as_array().into_iter().flatten().enumerate() {
+            nested_complete(c, Some(s), sp, &format!("{vp}.{k}[{i}]"), errs);
+        }
+    }
+}
+
+fn nested_complete(v: &Value, s: Option<&Value>, sp: &str, vp: &str, errs: &mut Causes) {
+    let Some(s) = s else {
+        field::required(errs, sp, &format!("because it is defined in {vp}"));
+        return;
+    };
+    composites_complete(v, s, sp, vp, errs);
+    if v["items"].is_object() {
+        let items = s["items"].is_object().then_some(&s["items"]);
+        let (sp, vp) = (format!("{sp}.items"), format!("{vp}.items"));
+        nested_complete(&v["items"], items, &sp, &vp, errs);
+    }
+    for (k, c) in props(v) {
+        let (sp, vp) = (prop(sp, k), prop(vp, k));
+        match s["properties"].get(k) {
+            Some(sf) => nested_complete(c, Some(sf), &sp, &vp, errs),
+            None => field::required(errs, &sp, &format!("because it is defined in {vp}")),
+        }
     }
 }
 

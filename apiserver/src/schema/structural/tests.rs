@@ -212,6 +212,30 @@ fn value_validations_only_restrict() {
 }
 
 #[test]
+fn what_the_roots_composites_restrict_is_declared() {
+    check(&[
+        (
+            json!({"type": "object", "properties": {"spec": {"type": "object",
+                    "properties": {"l": {"type": "array", "items": {"type": "string"}}}}},
+                "anyOf": [{"properties": {"spec": {"properties": {
+                    "a": {"minLength": 1}, "l": {"items": {"maxLength": 2}}}}}}],
+                "not": {"properties": {"status": {}}},
+                "allOf": [{"properties": {"spec": {"properties": {"l": {"items": {"items": {}}}}}}}]}),
+            &[
+                "s.properties[spec].properties[a]: Required value: because it is defined in s.anyOf[0].properties[spec].properties[a]",
+                "s.properties[spec].properties[l].items.items: Required value: because it is defined in s.allOf[0].properties[spec].properties[l].items.items",
+                "s.properties[status]: Required value: because it is defined in s.not.properties[status]",
+            ],
+        ),
+        // As kube, only the root's composites are held to it.
+        (
+            with(json!({"spec": {"type": "object", "anyOf": [{"properties": {"a": {}}}]}})),
+            &[],
+        ),
+    ]);
+}
+
+#[test]
 fn only_the_openapi_kube_supports() {
     let types =
         "supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\"";
