@@ -80,31 +80,37 @@ fn prop(p: &str, k: &str) -> String {
     format!("{p}.properties[{k}]")
 }
 
-/// No node uses what kube's structural schema has no room for.
-fn convertible(s: &Value) -> bool {
-    let unsupported = ["id", "additionalItems", "patternProperties", "definitions"];
-    !(s["items"].is_array()
-        || unsupported.iter().any(|k| non_empty(s, k))
-        || set(s, "dependencies")
-        || set(s, "$ref"))
-        && children(s).all(|(_, c)| convertible(c))
+/// The JSON Schema keywords of `s` kube does not support.
+fn unsupported(s: &Value) -> impl Iterator<Item = &'static str> {
+    let keys = [
+        "id",
+        "additionalItems",
+        "patternProperties",
+        "definitions",
+        "dependencies",
+        "$ref",
+    ];
+    keys.into_iter().filter(|k| match *k {
+        "id" | "patternProperties" | "definitions" => non_empty(s, k),
+        _ => set(s, k),
+    })
 }
 
-/// Every schema directly below `s`, with the path step to it.
-fn children(s: &Value) -> impl Iterator<Item = (String, &Value)> {
-    let named = props(s).map(|(k, c)| (format!("properties[{k}]"), c));
+/// No node uses what kube's structural schema has no room for.
+fn convertible(s: &Value) -> bool {
+    !s["items"].is_array() && unsupported(s).next().is_none() && children(s).all(convertible)
+}
+
+/// Every schema directly below `s`.
+fn children(s: &Value) -> impl Iterator<Item = &Value> {
     let single = ["items", "additionalProperties", "not"]
         .into_iter()
-        .filter(|k| s[*k].is_object())
-        .map(|k| (k.to_owned(), &s[k]));
-    let listed = ["allOf", "anyOf", "oneOf"].into_iter().flat_map(|k| {
-        s[k].as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-            .map(move |(i, c)| (format!("{k}[{i}]"), c))
-    });
-    named.chain(single).chain(listed)
+        .map(|k| &s[k])
+        .filter(|c| c.is_object());
+    let listed = ["allOf", "anyOf", "oneOf"]
+        .into_iter()
+        .flat_map(|k| s[k].as_array().into_iter().flatten());
+    props(s).map(|(_, c)| c).chain(single).chain(listed)
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -292,8 +298,9 @@ fn value_validation(
     }
 }
 
-/// The regex crate's error on one line, as Go's `regexp` words its own:
-/// `error parsing regexp: <what>: `<pattern>``.
+/// The regex crate's error on one line, shaped as Go's `regexp` starts
+/// its own (`error parsing regexp: <what>`); the words of `<what>` are the
+/// regex crate's, as is the judgement (both engines are RE2-like).
 fn regex_error(e: &regex::Error) -> String {
     let text = e.to_string();
     let what = text
@@ -313,60 +320,39 @@ fn nested(v: &Value, skip_any_of: bool, p: &str, errs: &mut Causes) {
     for (k, c) in props(v) {
         nested(c, false, &prop(p, k), errs);
     }
-    let mut forbid = |k: &str, why: &str| field::forbidden(errs, format!("{p}.{k}"), why);
-    const EMPTY: &str = "must be empty to be structural";
-    const UNDEFINED: &str = "must be undefined to be structural";
-    const FALSE: &str = "must be false to be structural";
-    let checks: [(&str, bool, &str); 13] = [
-        ("type", non_empty(v, "type"), EMPTY),
-        (
-            "additionalProperties",
-            set(v, "additionalProperties"),
-            UNDEFINED,
-        ),
-        ("default", set(v, "default"), UNDEFINED),
-        ("title", non_empty(v, "title"), EMPTY),
-        ("description", non_empty(v, "description"), EMPTY),
-        ("nullable", v["nullable"] == true, FALSE),
-        ("externalDocs", set(v, "externalDocs"), UNDEFINED),
-        (
-            "x-kubernetes-preserve-unknown-fields",
-            v["x-kubernetes-preserve-unknown-fields"] == true,
-            FALSE,
-        ),
-        (
-            "x-kubernetes-embedded-resource",
-            v["x-kubernetes-embedded-resource"] == true,
-            FALSE,
-        ),
-        (
-            "x-kubernetes-int-or-string",
-            v["x-kubernetes-int-or-string"] == true,
-            FALSE,
-        ),
-        (
-            "x-kubernetes-list-map-keys",
-            non_empty(v, "x-kubernetes-list-map-keys"),
-            EMPTY,
-        ),
-        (
-            "x-kubernetes-list-type",
-            set(v, "x-kubernetes-list-type"),
-            UNDEFINED,
-        ),
-        (
-            "x-kubernetes-map-type",
-            set(v, "x-kubernetes-map-type"),
-            UNDEFINED,
-        ),
+    // Grouped by kube's words for them; the caller sorts the causes.
+    let empty = [
+        "type",
+        "title",
+        "description",
+        "x-kubernetes-list-map-keys",
+        "x-kubernetes-validations",
     ];
-    for (k, bad, why) in checks {
-        if bad {
-            forbid(k, why);
-        }
-    }
-    if non_empty(v, "x-kubernetes-validations") {
-        forbid("x-kubernetes-validations", EMPTY);
+    let undefined = [
+        "additionalProperties",
+        "default",
+        "externalDocs",
+        "x-kubernetes-list-type",
+        "x-kubernetes-map-type",
+    ];
+    let falses = [
+        "nullable",
+        "x-kubernetes-preserve-unknown-fields",
+        "x-kubernetes-embedded-resource",
+        "x-kubernetes-int-or-string",
+    ];
+    let bad = (empty.iter().filter(|k| non_empty(v, k)))
+        .map(|k| (k, "must be empty to be structural"))
+        .chain(
+            (undefined.iter().filter(|k| set(v, k)))
+                .map(|k| (k, "must be undefined to be structural")),
+        )
+        .chain(
+            (falses.iter().filter(|k| v[**k] == true))
+                .map(|k| (k, "must be false to be structural")),
+        );
+    for (k, why) in bad {
+        field::forbidden(errs, format!("{p}.{k}"), why);
     }
     if v["properties"].get("metadata").is_some() {
         let at = prop(p, "metadata");
@@ -531,21 +517,8 @@ fn supported(s: &Value, p: &str, cx: &Context, errs: &mut Causes) {
             &format!("must not be set {reason}"),
         );
     }
-    for k in [
-        "id",
-        "additionalItems",
-        "patternProperties",
-        "definitions",
-        "dependencies",
-        "$ref",
-    ] {
-        let there = match k {
-            "id" | "patternProperties" | "definitions" => non_empty(s, k),
-            _ => set(s, k),
-        };
-        if there {
-            field::forbidden(errs, format!("{p}.{k}"), &format!("{k} is not supported"));
-        }
+    for k in unsupported(s) {
+        field::forbidden(errs, format!("{p}.{k}"), &format!("{k} is not supported"));
     }
     if t == "null" {
         let why = "type cannot be set to null, use nullable as an alternative";

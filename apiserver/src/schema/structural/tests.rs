@@ -193,6 +193,19 @@ fn value_validations_only_restrict() {
                 "s.properties[o].anyOf[0].properties[x].x-kubernetes-list-type: Invalid value: \"set\": must be map if x-kubernetes-list-map-keys is non-empty",
             ],
         ),
+        (
+            with(
+                json!({"x": {"type": "object", "allOf": [{"externalDocs": {"url": "u"},
+                "x-kubernetes-validations": [{"rule": "true"}],
+                "x-kubernetes-map-type": "atomic"}]}}),
+            ),
+            &[
+                "s.properties[x].allOf[0].externalDocs: Forbidden: must be undefined to be structural",
+                "s.properties[x].allOf[0].x-kubernetes-map-type: Forbidden: must be undefined to be structural",
+                "s.properties[x].allOf[0].x-kubernetes-validations: Forbidden: must be empty to be structural",
+                "s.properties[x].allOf[0].type: Required value: must be object if x-kubernetes-map-type is specified",
+            ],
+        ),
         // kube's two int-or-string exceptions: exactly this anyOf, or as
         // the first allOf's.
         (
