@@ -12,6 +12,7 @@ mod defaults;
 mod definition;
 mod lists;
 mod rules;
+mod structural;
 mod values;
 
 use std::collections::{HashMap, HashSet};
@@ -273,6 +274,23 @@ impl Schema {
         }
         i
     }
+}
+
+/// Whether pruning `v` by the CRD schema node `s` would drop anything
+/// (`resource`: `s` is a resource's root, whose `apiVersion`, `kind` and
+/// `metadata` stay).
+fn prunes(s: &Value, resource: bool, v: &Value) -> bool {
+    let mut arena = Schema::default();
+    let root = arena.crd_node(s, resource);
+    let mut unknown = Vec::new();
+    prune_node(
+        &arena,
+        root,
+        &mut v.clone(),
+        &mut String::new(),
+        &mut unknown,
+    );
+    !unknown.is_empty()
 }
 
 impl KindSchema {

@@ -252,7 +252,7 @@ fn validate_all(
         if let Err(e) = resources::from_crd(obj) {
             errs.extend(e);
         }
-        errs.extend(crate::schema::definition_errors(obj));
+        errs.extend(crate::schema::definition_errors(obj, old));
         errs.extend(resources::crd_approval_errors(obj, old));
     }
     if errs.is_empty() {

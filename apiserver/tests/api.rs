@@ -359,7 +359,8 @@ async fn discovery_tables_and_health() {
     let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "things.example.com"},
         "spec": {"group": "example.com", "scope": "Cluster", "names": {"plural": "things", "kind": "Thing"},
-            "versions": [{"name": "v1", "served": true, "storage": true}]}});
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
     let (c, o) = http
         .post(
             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",

@@ -112,7 +112,8 @@ async fn widget_crd(http: &Http) {
         "metadata": {"name": "widgets.example.com"},
         "spec": {"group": "example.com", "scope": "Namespaced",
             "names": {"plural": "widgets", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true}]}});
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
     let (c, v) = http.post(CRDS, &crd).await;
     assert_eq!(c, 201, "{v}");
 }
@@ -701,7 +702,8 @@ async fn crds_cannot_shadow_built_in_kinds() {
             "metadata": {"name": format!("{plural}.{group}"),
                 "annotations": {"api-approved.kubernetes.io": "https://github.com/kubernetes/enhancements/pull/1111"}},
             "spec": {"group": group, "scope": "Cluster", "names": {"plural": plural, "kind": kind},
-                "versions": [{"name": "v1", "served": true, "storage": true}]}})
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
     };
     let sc = json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
         "metadata": {"name": "fast"}, "provisioner": "example.com/disk"});

@@ -560,6 +560,84 @@ async fn crds_with_bad_rules_or_unique_items_are_refused() {
     assert!(!k.exists(&["get", "crd", "gadgets.example.com"]));
 }
 
+/// A CRD whose schema kube would refuse (not structural, a list map key
+/// that may be missing, a default of the wrong type) is refused with one
+/// `422` naming each problem as kube does; a sound schema with defaults
+/// is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crds_whose_schemas_kube_refuses_are_refused() {
+    let server = windlass_apiserver::start(windlass_apiserver::Config::new())
+        .await
+        .unwrap();
+    let http = Http::new(server.addr());
+    let crd = |schema: Value| {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": schema}}]}})
+    };
+    let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let (code, s) = http
+        .post(
+            path,
+            &crd(
+                json!({"type": "object", "properties": {"spec": {"properties": {
+                "size": {"type": "integer", "default": "large"},
+                "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                "mode": {"type": "string", "anyOf": [{"type": "string", "enum": ["a"]}]}}}}}),
+            ),
+        )
+        .await;
+    assert_eq!(code, 422, "{s}");
+    let at = "spec.validation.openAPIV3Schema.properties[spec]";
+    assert_eq!(
+        s["message"],
+        format!(
+            "CustomResourceDefinition.apiextensions.k8s.io \"widgets.example.com\" is invalid: [\
+            {at}.properties[mode].anyOf[0].type: Forbidden: must be empty to be structural, \
+            {at}.type: Required value: must not be empty for specified object fields, \
+            {at}.properties[ports].items.properties[name].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property]"
+        )
+    );
+    let (code, s) = http.get(&format!("{path}/widgets.example.com")).await;
+    assert_eq!(code, 404, "{s}");
+    // Typed, the schema is structural, and the default is checked next.
+    let (code, s) = http
+        .post(
+            path,
+            &crd(
+                json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+                "size": {"type": "integer", "default": "large"}}}}}),
+            ),
+        )
+        .await;
+    assert_eq!(code, 422, "{s}");
+    let at = "spec.validation.openAPIV3Schema.properties[spec].properties[size].default";
+    assert_eq!(
+        s["details"]["causes"][0],
+        json!({"reason": "FieldValueInvalid", "field": at,
+            "message": format!("Invalid value: \"string\": {at} in body must be of type integer: \"string\"")})
+    );
+    let (code, s) = http
+        .post(
+            path,
+            &crd(
+                json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+                "size": {"type": "integer", "default": 3},
+                "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {"type": "object", "properties": {
+                        "name": {"type": "string", "default": "http"}}}}}}}}),
+            ),
+        )
+        .await;
+    assert_eq!(code, 201, "{s}");
+}
+
 /// The Status of a failed rule over raw HTTP: each cause typed by the
 /// rule's `reason`, the field the rule's node (or its `fieldPath`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -644,7 +722,7 @@ spec:
                 type: array
                 x-kubernetes-list-type: map
                 x-kubernetes-list-map-keys: [name]
-                items: {type: object, properties: {name: {type: string}, port: {type: integer}}}
+                items: {type: object, required: [name], properties: {name: {type: string}, port: {type: integer}}}
 ";
 
 /// Set and map lists refuse repeats (`Duplicate value` at the index), and

@@ -1,7 +1,9 @@
 //! The checks a CRD's `openAPIV3Schema` must pass before the CRD is stored,
 //! beyond its shape: `uniqueItems` is refused (quadratic to check), and
 //! every `x-kubernetes-validations` rule must compile (`rules/check.rs`);
-//! and its `selectableFields`, which name fields of that schema.
+//! and its `selectableFields`, which name fields of that schema. What kube
+//! requires of the schema itself (structural, supported, sound defaults)
+//! is `structural.rs`.
 //! Paths are named as kube names them: `spec.validation.openAPIV3Schema`
 //! when every version has the same schema (kube's internal form hoists it
 //! there), else `spec.versions[i].schema.openAPIV3Schema`.
@@ -9,35 +11,26 @@
 use serde_json::Value;
 
 use super::rules::rule_errors;
+use super::structural;
 use crate::causes::{self as field, Causes};
 
-/// The problems of the schemas of the CRD `crd`.
-pub(crate) fn errors(crd: &Value) -> Causes {
+/// The problems of the schemas of the CRD `crd` (`old` is the CRD an update
+/// replaces).
+pub(crate) fn errors(crd: &Value, old: Option<&Value>) -> Causes {
     let mut errs = Causes::new();
-    let versions = crd["spec"]["versions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    // As kube, rules that came after a CRD was stored do not hold an update
+    // of it back: one that already breaks them is not held to them.
+    if old.is_none_or(|o| kube_schema_errors(o).is_empty()) {
+        errs.extend(kube_schema_errors(crd));
+    }
+    for (path, s) in schemas(crd) {
+        node(s, &path, None, &mut errs);
+    }
+    let versions = versions(crd);
     let schemas: Vec<&Value> = versions
         .iter()
         .map(|v| &v["schema"]["openAPIV3Schema"])
         .collect();
-    let shared = schemas
-        .first()
-        .is_some_and(|first| first.is_object() && schemas.iter().all(|s| s == first));
-    if shared {
-        node(
-            schemas[0],
-            "spec.validation.openAPIV3Schema",
-            None,
-            &mut errs,
-        );
-    } else {
-        for (i, s) in schemas.iter().enumerate().filter(|(_, s)| s.is_object()) {
-            let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
-            node(s, &path, None, &mut errs);
-        }
-    }
     let selectable: Vec<&Value> = versions.iter().map(|v| &v["selectableFields"]).collect();
     if selectable
         .first()
@@ -52,6 +45,42 @@ pub(crate) fn errors(crd: &Value) -> Causes {
             let path = format!("spec.versions[{i}].selectableFields");
             selectable_fields(fields, s, &path, &mut errs);
         }
+    }
+    errs
+}
+
+fn versions(crd: &Value) -> &[Value] {
+    crd["spec"]["versions"]
+        .as_array()
+        .map_or(&[], Vec::as_slice)
+}
+
+/// Each distinct schema of the CRD with its path: one at
+/// `spec.validation.openAPIV3Schema` when every version has the same.
+fn schemas(crd: &Value) -> Vec<(String, &Value)> {
+    let schemas: Vec<&Value> = versions(crd)
+        .iter()
+        .map(|v| &v["schema"]["openAPIV3Schema"])
+        .collect();
+    let shared = schemas
+        .first()
+        .is_some_and(|first| first.is_object() && schemas.iter().all(|s| s == first));
+    if shared {
+        return vec![("spec.validation.openAPIV3Schema".to_owned(), schemas[0])];
+    }
+    schemas
+        .into_iter()
+        .enumerate()
+        .filter(|(_, s)| s.is_object())
+        .map(|(i, s)| (format!("spec.versions[{i}].schema.openAPIV3Schema"), s))
+        .collect()
+}
+
+/// What kube requires of the schemas themselves (`structural.rs`).
+fn kube_schema_errors(crd: &Value) -> Causes {
+    let mut errs = structural::missing_schemas(versions(crd));
+    for (path, s) in schemas(crd) {
+        errs.extend(structural::errors(s, &path));
     }
     errs
 }
@@ -173,6 +202,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn check(crd: &Value) -> Causes {
+        errors(crd, None)
+    }
+
     fn crd(versions: Value) -> Value {
         json!({"spec": {"versions": versions}})
     }
@@ -185,7 +218,7 @@ mod tests {
                 "host": {"type": "string"}, "port": {"type": "integer"}, "tls": {"type": "boolean"},
                 "ratio": {"type": "number"}, "rules": {"type": "array", "items": {"type": "string"}}}}}});
         let with = |fields: Value| {
-            errors(&crd(
+            check(&crd(
                 json!([{"name": "v1", "schema": {"openAPIV3Schema": schema.clone()},
                 "selectableFields": fields}]),
             ))
@@ -222,7 +255,7 @@ mod tests {
         for i in 0..9 {
             many["properties"]["spec"]["properties"][format!("f{i}")] = json!({"type": "string"});
         }
-        let errs = errors(&crd(
+        let errs = check(&crd(
             json!([{"name": "v1", "schema": {"openAPIV3Schema": many},
             "selectableFields": paths(&nine.iter().map(String::as_str).collect::<Vec<_>>())}]),
         ));
@@ -234,7 +267,7 @@ mod tests {
             )]
         );
         // Versions that differ are named by index.
-        let errs = errors(&crd(json!([
+        let errs = check(&crd(json!([
             {"name": "v1", "schema": {"openAPIV3Schema": schema.clone()}, "selectableFields": paths(&[".spec.host"])},
             {"name": "v2", "schema": {"openAPIV3Schema": schema.clone()}, "selectableFields": paths(&[".spec.x"])},
         ])));
@@ -249,7 +282,7 @@ mod tests {
                 "list": {"type": "array", "items": {"type": "object",
                     "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}},
             "x-kubernetes-validations": [{"rule": "self.a ||"}]}}});
-        let e = errors(&crd(
+        let e = check(&crd(
             json!([{"name": "v1", "schema": {"openAPIV3Schema": schema}}]),
         ));
         let text: Vec<String> = e.iter().map(|(f, m)| format!("{f}: {m}")).collect();
@@ -277,10 +310,33 @@ mod tests {
     }
 
     #[test]
+    fn an_update_is_held_to_kubes_schema_rules_only_if_the_stored_crd_was() {
+        let schema = |s: Value| crd(json!([{"name": "v1", "schema": {"openAPIV3Schema": s}}]));
+        let untyped = schema(json!({"properties": {"a": {"type": "string"}}}));
+        let typed = schema(json!({"type": "object"}));
+        let want = [(
+            "spec.validation.openAPIV3Schema.type".to_owned(),
+            "Required value: must not be empty at the root".to_owned(),
+        )];
+        assert_eq!(check(&untyped), want);
+        assert_eq!(errors(&untyped, Some(&typed)), want);
+        assert!(errors(&untyped, Some(&untyped)).is_empty());
+        let missing = crd(json!([{"name": "v1"}]));
+        assert_eq!(
+            check(&missing),
+            [(
+                "spec.versions[0].schema.openAPIV3Schema".to_owned(),
+                "Required value: schemas are required".to_owned()
+            )]
+        );
+        assert!(errors(&untyped, Some(&missing)).is_empty());
+    }
+
+    #[test]
     fn versions_with_different_schemas_are_named_by_index() {
         let good = json!({"type": "object"});
         let bad = json!({"type": "object", "x-kubernetes-validations": [{"rule": ""}]});
-        let e = errors(&crd(json!([
+        let e = check(&crd(json!([
             {"name": "v1", "schema": {"openAPIV3Schema": good}},
             {"name": "v2", "schema": {"openAPIV3Schema": bad}}])));
         assert_eq!(

@@ -42,7 +42,7 @@ fn node(s: &Value, v: &Value, path: &str, errs: &mut Causes) {
             match s["x-kubernetes-list-type"].as_str() {
                 Some("set") => {
                     for i in repeats(items) {
-                        field::duplicate(errs, format!("{path}[{i}]"), &top(&items[i]));
+                        field::duplicate(errs, format!("{path}[{i}]"), &go_shown(&items[i]));
                     }
                 }
                 Some("map") => map_list(s, items, path, errs),
@@ -78,7 +78,7 @@ fn map_list(s: &Value, items: &[Value], path: &str, errs: &mut Causes) {
         .find(|(_, x)| !x.is_object() && !x.is_null())
     {
         let what = "must be an object for an array of list-type map";
-        field::invalid_raw(errs, format!("{path}[{i}]"), &top(x), what);
+        field::invalid_raw(errs, format!("{path}[{i}]"), &go_shown(x), what);
         return;
     }
     let names: Vec<&str> = s["x-kubernetes-list-map-keys"]
@@ -98,13 +98,13 @@ fn map_list(s: &Value, items: &[Value], path: &str, errs: &mut Causes) {
         })
         .collect();
     for i in repeats(&keys) {
-        field::duplicate(errs, format!("{path}[{i}]"), &top(&keys[i]));
+        field::duplicate(errs, format!("{path}[{i}]"), &go_shown(&keys[i]));
     }
 }
 
 /// A value as `field.Error` prints it: strings quoted, numbers and
 /// booleans bare, anything else as Go's `%#v`.
-fn top(v: &Value) -> String {
+pub(super) fn go_shown(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         other => go(other),

@@ -34,6 +34,14 @@ pub(crate) fn errors(schema: &Value, obj: &Value) -> Causes {
     errs
 }
 
+/// The problems of `v` under the schema node `s`, named from `path` (a
+/// `default` in a CRD, say), resource meta and all.
+pub(super) fn errors_at(s: &Value, v: &Value, path: &str) -> Causes {
+    let mut errs = Causes::new();
+    node(s, v, path, &mut errs);
+    errs
+}
+
 fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_owned()
