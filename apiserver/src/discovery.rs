@@ -119,6 +119,12 @@ fn subresources(r: &Resource) -> Vec<Sub> {
                     verbs: vec!["create"],
                 },
                 Sub {
+                    name: "ephemeralcontainers",
+                    kind: "Pod".into(),
+                    group_version: None,
+                    verbs: read_write(),
+                },
+                Sub {
                     name: "eviction",
                     kind: "Eviction".into(),
                     group_version: Some(("policy", "v1")),

@@ -440,8 +440,8 @@ fn check_applied(ctx: &Ctx, name: &str, patch: &Value) -> ApiResult<()> {
 }
 
 /// Which part of an object a request addresses: the object, its status
-/// subresource, or a CertificateSigningRequest's approval (a 404 for kinds
-/// without them).
+/// subresource, a CertificateSigningRequest's approval, or a pod's
+/// ephemeral containers (a 404 for kinds without them).
 fn object_part(
     sub: Option<&str>,
     res: &crate::resources::Resource,
@@ -451,6 +451,9 @@ fn object_part(
         None => Ok(Part::Main),
         Some("status") if res.status => Ok(Part::Status),
         Some("approval") if res.group == "certificates.k8s.io" => Ok(Part::Approval),
+        Some("ephemeralcontainers") if res.group.is_empty() && res.plural == "pods" => {
+            Ok(Part::EphemeralContainers)
+        }
         Some(_) => Err(ApiError::not_found_path(path)),
     }
 }

@@ -188,6 +188,10 @@ pub(crate) fn metadata_errors(obj: &Value) -> Vec<(String, String)> {
     errs
 }
 
+fn set_list(v: &Value) -> bool {
+    v.as_array().is_some_and(|a| !a.is_empty())
+}
+
 /// Where the pod spec of an object of `group`/`plural` is: a pod's own, or
 /// the template of a workload.
 fn pod_spec_path(group: &str, plural: &str) -> Option<&'static [&'static str]> {
@@ -244,6 +248,12 @@ pub(crate) fn kind_errors(
         let spec = with_claims.as_ref().unwrap_or(spec);
         let path = at.join(".");
         pod_spec::errors(spec, &path, &mut errs);
+        if plural == "pods" && old.is_none() && set_list(&spec["ephemeralContainers"]) {
+            errs.push((
+                "spec.ephemeralContainers".into(),
+                "Forbidden: cannot be set on create".into(),
+            ));
+        }
         if plural != "pods" {
             // A template's containers are held to what a pod's are:
             // requests at most limits, known resource names.

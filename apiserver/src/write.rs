@@ -500,6 +500,9 @@ pub(crate) enum Part {
     Status,
     /// A CertificateSigningRequest's `/approval`: only its conditions.
     Approval,
+    /// A pod's `/ephemeralcontainers` (`kubectl debug`): only
+    /// `spec.ephemeralContainers`.
+    EphemeralContainers,
 }
 
 /// The object a PUT of `body` makes of `old`, with the `resourceVersion`
@@ -582,6 +585,18 @@ pub(crate) fn merge_parts(req: &Req<'_>, old: &Value, body: Value, part: Part) -
         Part::Approval => {
             let mut n = old.clone();
             n["status"]["conditions"] = body["status"]["conditions"].clone();
+            n
+        }
+        Part::EphemeralContainers => {
+            let mut n = old.clone();
+            match body["spec"].get("ephemeralContainers") {
+                Some(e) => n["spec"]["ephemeralContainers"] = e.clone(),
+                None => {
+                    if let Some(spec) = n["spec"].as_object_mut() {
+                        spec.remove("ephemeralContainers");
+                    }
+                }
+            }
             n
         }
     };

@@ -1087,3 +1087,98 @@ count: 2
     assert_eq!(notes.len(), 2, "{listed}");
     assert!(notes.contains(&"changed by hand"), "{notes:?}");
 }
+
+/// `kubectl debug` adds an ephemeral container through
+/// `pods/ephemeralcontainers`, which changes nothing else of the pod; one
+/// with a port, or one named like another container, is refused in kube's
+/// words; an update may not remove it; no pod is created with one; and a
+/// pod's node is not moved by an update.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_debug_adds_an_ephemeral_container_and_pods_keep_their_spec() {
+    let k = Kube::new().await;
+    k.ok(&["run", "web", "--image=nginx", "--labels=app=web"]);
+    let out = k.ok(&[
+        "debug",
+        "web",
+        "--image=busybox",
+        "--profile=general",
+        "--container=dbg",
+        "--target=web",
+    ]);
+    assert!(out.contains("Targeting container \"web\""), "{out}");
+    let ephemeral = k.ok(&[
+        "get",
+        "pod",
+        "web",
+        "-o",
+        "jsonpath={.spec.ephemeralContainers[*].name}={.spec.ephemeralContainers[*].image}={.spec.ephemeralContainers[*].targetContainerName}",
+    ]);
+    assert_eq!(ephemeral, "dbg=busybox=web");
+    let patch = |body: &str| {
+        k.fail(
+            &[
+                "patch",
+                "pod",
+                "web",
+                "--subresource=ephemeralcontainers",
+                "--type=strategic",
+                "-p",
+                body,
+            ],
+            None,
+        )
+    };
+    let err = patch(
+        r#"{"spec":{"ephemeralContainers":[{"name":"p","image":"busybox","ports":[{"containerPort":80}]}]}}"#,
+    );
+    assert!(
+        err.contains(
+            "spec.ephemeralContainers[1].ports: Forbidden: cannot be set for an Ephemeral Container"
+        ),
+        "{err}"
+    );
+    let err = patch(r#"{"spec":{"ephemeralContainers":[{"name":"web","image":"busybox"}]}}"#);
+    assert!(
+        err.contains("spec.ephemeralContainers[1].name: Duplicate value: \"web\""),
+        "{err}"
+    );
+    let err = k.fail(
+        &[
+            "patch",
+            "pod",
+            "web",
+            "--subresource=ephemeralcontainers",
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/spec/ephemeralContainers/0"}]"#,
+        ],
+        None,
+    );
+    assert!(
+        err.contains("existing ephemeral containers \"dbg\" may not be removed"),
+        "{err}"
+    );
+    let err = k.fail(
+        &[
+            "patch",
+            "pod",
+            "web",
+            "-p",
+            r#"{"spec":{"nodeName":"elsewhere"}}"#,
+        ],
+        None,
+    );
+    assert!(
+        err.contains("spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`")
+            && err.contains("spec.nodeName: null → \"elsewhere\""),
+        "{err}"
+    );
+    let err = k.fail(
+        &["create", "-f", "-"],
+        Some("apiVersion: v1\nkind: Pod\nmetadata: {name: born-debugged}\nspec:\n  containers: [{name: c, image: nginx}]\n  ephemeralContainers: [{name: d, image: busybox}]\n"),
+    );
+    assert!(
+        err.contains("spec.ephemeralContainers: Forbidden: cannot be set on create"),
+        "{err}"
+    );
+}

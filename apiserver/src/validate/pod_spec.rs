@@ -120,6 +120,7 @@ pub(crate) fn errors(spec: &Value, path: &str, errs: &mut Causes) {
         _ => field::required(errs, containers_path, ""),
     }
     init_containers(spec, &volumes, &path.child("initContainers"), errs);
+    ephemeral_containers(spec, &volumes, &path.child("ephemeralContainers"), errs);
     one_of(
         errs,
         &path.child("restartPolicy"),
@@ -402,6 +403,79 @@ fn init_containers(
                         at_i.child(key),
                         "may not be set for init containers without restartPolicy=Always",
                     );
+                }
+            }
+        }
+    }
+}
+
+/// The fields an ephemeral container may not have (kube's allow list
+/// turned around): it serves no traffic, holds no resources and has no
+/// part in the pod's lifecycle.
+const NOT_FOR_EPHEMERAL: [&str; 8] = [
+    "ports",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+];
+
+/// kube's `validateEphemeralContainers`: each a container, named uniquely
+/// among all the pod's containers, its `targetContainerName` one of the
+/// others, without the fields of [`NOT_FOR_EPHEMERAL`] or mounts of sub
+/// paths.
+fn ephemeral_containers(
+    spec: &Value,
+    volumes: &HashMap<&str, &str>,
+    path: &Path<'_>,
+    errs: &mut Causes,
+) {
+    let others: HashSet<&str> = items(&spec["containers"])
+        .chain(items(&spec["initContainers"]))
+        .map(|(_, c)| str_of(c, "name"))
+        .collect();
+    let mut names = others.clone();
+    for (i, c) in items(&spec["ephemeralContainers"]) {
+        let at_i = path.index(i);
+        container(c, volumes, &at_i, errs);
+        let name = str_of(c, "name");
+        if !names.insert(name) {
+            duplicate(errs, &at_i.child("name"), name);
+        }
+        let target = str_of(c, "targetContainerName");
+        if !target.is_empty() && !others.contains(target) {
+            field::not_found(
+                errs,
+                at_i.child("targetContainerName"),
+                &c["targetContainerName"],
+            );
+        }
+        for key in NOT_FOR_EPHEMERAL {
+            // What Go leaves at its zero value (`resources: {}`) is not set.
+            let zero = |v: &Value| match v {
+                Value::Object(m) => m.is_empty(),
+                Value::Array(a) => a.is_empty(),
+                Value::String(s) => s.is_empty(),
+                _ => false,
+            };
+            if set(c, key).is_some_and(|v| !zero(v)) {
+                field::forbidden(
+                    errs,
+                    at_i.child(key),
+                    "cannot be set for an Ephemeral Container",
+                );
+            }
+        }
+        let mounts = at_i.child("volumeMounts");
+        for (j, m) in items(&c["volumeMounts"]) {
+            let at_j = mounts.index(j);
+            for key in ["subPath", "subPathExpr"] {
+                if !str_of(m, key).is_empty() {
+                    let at = at_j.child(key);
+                    field::forbidden(errs, at, "cannot be set for an Ephemeral Container");
                 }
             }
         }
