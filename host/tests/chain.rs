@@ -341,8 +341,9 @@ fn scaling_in_bursts_ends_at_the_last_value() {
     c.stop();
 }
 
-/// Pods end and are replaced, a graceful delete shows Terminating first,
-/// and deleting the owner collects everything.
+/// Pods end and are replaced, `kubectl debug` starts an ephemeral
+/// container, a graceful delete shows Terminating first, and deleting the
+/// owner collects everything.
 #[test]
 fn pods_end_are_replaced_terminate_gracefully_and_are_collected() {
     let c = cluster();
@@ -417,6 +418,30 @@ spec:
         (live.len() == 1)
             .then_some(())
             .ok_or(format!("{}", all.len()))
+    });
+    // `kubectl debug`: the ephemeral container is started by the kubelet,
+    // running and never ready, and the pod stays Ready.
+    c.ok(
+        &[
+            "debug",
+            &victim,
+            "--image=busybox",
+            "--container=dbg",
+            "--profile=general",
+        ],
+        None,
+    );
+    c.eventually("the debug container runs", WAIT, || {
+        let pod = c.json(&["pod", &victim]);
+        let e = &pod["status"]["ephemeralContainerStatuses"][0];
+        let ready = pod["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        (e["name"] == "dbg" && e["state"]["running"].is_object() && e["ready"] == false && ready)
+            .then_some(())
+            .ok_or(format!("{}", pod["status"]))
     });
     c.ok(&["delete", "pod", &victim, "--wait=false"], None);
     let pod = c.json(&["pod", &victim]);

@@ -23,15 +23,26 @@ pub(crate) fn events(
         old.init_container_statuses
             .iter()
             .chain(&old.container_statuses)
+            .chain(&old.ephemeral_container_statuses)
             .find(|s| s.name == name)
     };
-    let specs = pod.spec.init_containers.iter().chain(&pod.spec.containers);
-    for (s, spec) in new
+    let statuses = new
         .init_container_statuses
         .iter()
-        .chain(&new.container_statuses)
-        .zip(specs)
-    {
+        .zip(&pod.spec.init_containers)
+        .chain(new.container_statuses.iter().zip(&pod.spec.containers))
+        .chain(new.ephemeral_container_statuses.iter().map(|s| {
+            let spec = pod
+                .spec
+                .ephemeral_containers
+                .iter()
+                .find(|c| c.name == s.name);
+            (
+                s,
+                spec.expect("an ephemeral status is of a container in the spec"),
+            )
+        }));
+    for (s, spec) in statuses {
         let was = previous(&s.name);
         let new_run = was.is_none_or(|w| w.container_id != s.container_id);
         if start_events && new_run {

@@ -300,7 +300,37 @@ impl<'a> Run<'a> {
             init_container_statuses: init,
             container_statuses: containers,
             qos_class: Some(Cow::Borrowed(qos::class(&pod.spec))),
+            ephemeral_container_statuses: self.ephemeral_statuses(stored, now, phase, uid),
         }
+    }
+
+    /// The pod's ephemeral containers (`kubectl debug`): each started when
+    /// the kubelet first sees it, if the pod still runs, and running from
+    /// then on; never ready, never restarted, as a kubelet runs them.
+    fn ephemeral_statuses(
+        &self,
+        stored: &Status<'_>,
+        now: Time,
+        phase: &str,
+        uid: &str,
+    ) -> Vec<ContainerStatus<'a>> {
+        let running = phase == "Running" && !self.terminating;
+        self.pod
+            .spec
+            .ephemeral_containers
+            .iter()
+            .filter_map(|c| {
+                let seen = stored
+                    .ephemeral_container_statuses
+                    .iter()
+                    .find(|s| s.name == c.name)
+                    .and_then(from_status);
+                let tl = seen.or_else(|| running.then(|| Timeline::start(now)))?;
+                let mut status = self.container_status(c, &tl, uid, false);
+                status.ready = false;
+                Some(status)
+            })
+            .collect()
     }
 
     /// An init container's timeline. A regular one completed at the pod's

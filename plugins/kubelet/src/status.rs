@@ -153,6 +153,8 @@ pub(crate) struct Status<'a> {
     pub container_statuses: Vec<ContainerStatus<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qos_class: Option<Str<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ephemeral_container_statuses: Vec<ContainerStatus<'a>>,
 }
 
 impl<'a> Status<'a> {
@@ -170,6 +172,7 @@ impl<'a> Status<'a> {
             init_container_statuses: s.init_container_statuses.clone(),
             container_statuses: s.container_statuses.clone(),
             qos_class: s.qos_class.clone(),
+            ephemeral_container_statuses: s.ephemeral_container_statuses.clone(),
         }
     }
 

@@ -92,6 +92,9 @@ pub(crate) struct PodSpec<'a> {
     pub init_containers: Vec<Container<'a>>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     pub containers: Vec<Container<'a>>,
+    /// Added by `kubectl debug` to a running pod (`pods/ephemeralcontainers`).
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    pub ephemeral_containers: Vec<Container<'a>>,
     #[serde(borrow, default, deserialize_with = "nullable")]
     pub readiness_gates: Vec<ReadinessGate<'a>>,
     #[serde(borrow, default, deserialize_with = "nullable")]
@@ -184,6 +187,8 @@ pub(crate) struct PodStatus<'a> {
     pub container_statuses: Vec<ContainerStatus<'a>>,
     #[serde(borrow, default)]
     pub qos_class: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "nullable")]
+    pub ephemeral_container_statuses: Vec<ContainerStatus<'a>>,
 }
 
 /// One entry of `hostIPs` or `podIPs`.

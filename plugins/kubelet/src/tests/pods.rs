@@ -228,3 +228,39 @@ fn readiness_gates_hold_ready_back() {
         ]
     );
 }
+
+/// `kubectl debug`: an ephemeral container added to a running pod starts
+/// when the kubelet next sees the pod (`Pulled`, `Created`, `Started`), and
+/// runs from then on, never ready; the pod's own containers are untouched.
+#[test]
+fn an_ephemeral_container_starts_once_and_is_never_ready() {
+    let mut h = harness(node(|_| {}), [pod("web-1", |_| {})]);
+    step(&mut h, 0);
+    let mut debugged = h.get(&pod_key("web-1")).unwrap().clone().into_value();
+    debugged["spec"]["ephemeralContainers"] =
+        json!([{"name": "dbg", "image": "busybox", "targetContainerName": "app"}]);
+    h.insert(Object::from_value(debugged).unwrap());
+    let out = step(&mut h, 5);
+    assert_eq!(
+        events(&out),
+        [
+            "Pulled: Container image \"busybox\" already present on machine",
+            "Created: Created container dbg",
+            "Started: Started container dbg",
+        ]
+    );
+    let s = status(&h, "web-1");
+    let e = &s["ephemeralContainerStatuses"][0];
+    assert_eq!(e["name"], "dbg");
+    assert_eq!(e["image"], "busybox");
+    assert_eq!(e["ready"], false);
+    assert_eq!(e["state"]["running"]["startedAt"], json!(ts(5)));
+    assert_eq!(s["containerStatuses"][0]["ready"], true);
+    assert_eq!(
+        s["containerStatuses"][0]["state"]["running"]["startedAt"],
+        json!(ts(0))
+    );
+    // Nothing changes after.
+    let out = step(&mut h, 10);
+    assert!(pod_patches(&out).is_empty() && events(&out).is_empty());
+}
