@@ -31,6 +31,9 @@ pub(crate) struct Ctx {
     pub(crate) res: Arc<Resource>,
     pub(crate) version: String,
     pub(crate) ns: String,
+    /// The subresource addressed (`status`, `binding`, ...), empty for the
+    /// object itself.
+    pub(crate) sub: String,
     pub(crate) q: Query,
     pub(crate) shape: Shape,
     pub(crate) user: User,
@@ -45,7 +48,7 @@ impl Ctx {
             version: &self.version,
             ns: &self.ns,
             dry_run: self.q.get("dryRun") == Some("All"),
-            sub: "",
+            sub: &self.sub,
         }
     }
 

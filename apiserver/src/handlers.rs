@@ -54,6 +54,7 @@ pub(crate) async fn resource(
         shared,
         version: rp.version.clone(),
         ns: rp.ns.clone().unwrap_or_default(),
+        sub: rp.sub.clone().unwrap_or_default(),
         res,
         q,
         shape: represent::shape(header(&req, "accept")),

@@ -14,8 +14,8 @@ pub(crate) struct Req<'a> {
     /// Empty for cluster-scoped resources.
     pub(crate) ns: &'a str,
     pub(crate) dry_run: bool,
-    /// The subresource written through (`binding`), empty for the object
-    /// itself; the rules of what an update may change depend on it.
+    /// The subresource written through (`binding`, `ephemeralcontainers`),
+    /// empty for the object itself; what an update may change depends on it.
     pub(crate) sub: &'a str,
 }
 

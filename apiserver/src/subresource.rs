@@ -9,7 +9,6 @@ use crate::context::Ctx;
 use crate::patch::{self, PatchKind};
 use crate::request::{self as rq, RespBody};
 use crate::resources::Resource;
-use crate::scope::Req;
 use crate::state::Current;
 use crate::status::{ApiError, ApiResult, Target};
 use crate::write;
@@ -224,11 +223,7 @@ pub(crate) async fn binding(
         }
         let mut new = old.value.clone();
         bind(&mut new, node, &b["metadata"]["annotations"]);
-        let req = Req {
-            sub: "binding",
-            ..ctx.req()
-        };
-        write::commit_update(&mut st, &req, &old, new)?
+        write::commit_update(&mut st, &ctx.req(), &old, new)?
     };
     ctx.finish(w, 201).await?;
     Ok(rq::json(201, &crate::status::success(None)))

@@ -413,7 +413,7 @@ pub(crate) fn update_errors(
         }
     };
     match (group, plural) {
-        ("", "pods") => errs.extend(pod_update::errors(old, new, sub == "binding")),
+        ("", "pods") => errs.extend(pod_update::errors(old, new, sub)),
         ("apps", "deployments" | "replicasets" | "daemonsets") => {
             immutable(
                 "spec.selector",

@@ -8,9 +8,10 @@
 //! that differ. A pod's node is set through `pods/binding`
 //! (`subresource.rs`), never by an update.
 //!
-//! Ephemeral containers (`kubectl debug`) are added through
-//! `pods/ephemeralcontainers`; once there, one may be neither removed nor
-//! changed (`ValidatePodEphemeralContainersUpdate`).
+//! Ephemeral containers (`kubectl debug`) are added only through
+//! `pods/ephemeralcontainers`, where one already there may be neither
+//! removed nor changed (`ValidatePodEphemeralContainersUpdate`); an update
+//! of the pod itself may not touch them.
 
 use serde_json::{Map, Value};
 
@@ -23,9 +24,10 @@ fn list(v: &Value) -> &[Value] {
     v.as_array().map(Vec::as_slice).unwrap_or_default()
 }
 
-/// The problems of updating pod `old` to `new`; `binding`: the update is a
-/// `pods/binding`, which alone may set the node.
-pub(crate) fn errors(old: &Value, new: &Value, binding: bool) -> Causes {
+/// The problems of updating pod `old` to `new` through subresource `sub`
+/// (empty for the pod itself): `binding` alone may set the node,
+/// `ephemeralcontainers` alone may add ephemeral containers.
+pub(crate) fn errors(old: &Value, new: &Value, sub: &str) -> Causes {
     let mut errs = Causes::new();
     let (o, n) = (&old["spec"], &new["spec"]);
     for kind in ["containers", "initContainers"] {
@@ -97,12 +99,14 @@ pub(crate) fn errors(old: &Value, new: &Value, binding: bool) -> Causes {
     if gated {
         node_selector_additions(&o["nodeSelector"], &n["nodeSelector"], &mut errs);
     }
-    ephemeral(
-        list(&o["ephemeralContainers"]),
-        list(&n["ephemeralContainers"]),
-        &mut errs,
-    );
-    let munged = munged(o, n, gated, binding);
+    if sub == "ephemeralcontainers" {
+        ephemeral(
+            list(&o["ephemeralContainers"]),
+            list(&n["ephemeralContainers"]),
+            &mut errs,
+        );
+    }
+    let munged = munged(o, n, gated, sub);
     if normalized(&munged) != normalized(o) {
         let diff = differences(o, &munged);
         field::forbidden(
@@ -119,7 +123,7 @@ pub(crate) fn errors(old: &Value, new: &Value, binding: bool) -> Causes {
 
 /// `new`'s spec with every field an update may change set back to `old`'s
 /// (kube's "munged" spec): what is left to differ may not.
-fn munged(o: &Value, n: &Value, gated: bool, binding: bool) -> Value {
+fn munged(o: &Value, n: &Value, gated: bool, sub: &str) -> Value {
     let mut m = n.clone();
     for kind in ["containers", "initContainers"] {
         if let Some(cs) = m[kind].as_array_mut() {
@@ -128,17 +132,14 @@ fn munged(o: &Value, n: &Value, gated: bool, binding: bool) -> Value {
             }
         }
     }
-    let mut keep = vec![
-        "activeDeadlineSeconds",
-        "schedulingGates",
-        "tolerations",
-        "ephemeralContainers",
-    ];
+    let mut keep = vec!["activeDeadlineSeconds", "schedulingGates", "tolerations"];
     if gated {
         keep.push("nodeSelector");
     }
-    if binding {
-        keep.push("nodeName");
+    match sub {
+        "binding" => keep.push("nodeName"),
+        "ephemeralcontainers" => keep.push("ephemeralContainers"),
+        _ => {}
     }
     let negative_to_one = o["terminationGracePeriodSeconds"]
         .as_i64()
@@ -346,7 +347,7 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                text(&errors(&pod(), &new, false)),
+                text(&errors(&pod(), &new, "")),
                 Vec::<String>::new(),
                 "{what}"
             );
@@ -355,7 +356,7 @@ mod tests {
 
     #[test]
     fn what_an_update_may_not_change_in_kubes_words() {
-        let forbidden = |new: Value| text(&errors(&pod(), &new, false));
+        let forbidden = |new: Value| text(&errors(&pod(), &new, ""));
         let moved = forbidden(with(|p| p["spec"]["nodeName"] = json!("n2")));
         assert_eq!(moved.len(), 1);
         assert!(
@@ -405,7 +406,7 @@ mod tests {
             if let Some(n) = now {
                 new["spec"]["activeDeadlineSeconds"] = json!(n);
             }
-            text(&errors(&old, &new, false))
+            text(&errors(&old, &new, ""))
         };
         assert_eq!(deadline(Some(60), Some(30)), Vec::<String>::new());
         assert_eq!(
@@ -431,20 +432,20 @@ mod tests {
     #[test]
     fn only_a_binding_sets_the_node_and_gates_only_go() {
         let unbound = with(|p| _ = p["spec"].as_object_mut().unwrap().remove("nodeName"));
-        assert!(errors(&unbound, &pod(), true).is_empty());
-        assert_eq!(errors(&unbound, &pod(), false).len(), 1);
+        assert!(errors(&unbound, &pod(), "binding").is_empty());
+        assert_eq!(errors(&unbound, &pod(), "").len(), 1);
         let gated = with(|p| {
             p["spec"]["schedulingGates"] = json!([{"name": "a"}]);
             p["spec"]["nodeSelector"] = json!({"zone": "a"});
         });
         let ungated = with(|p| p["spec"]["nodeSelector"] = json!({"zone": "a", "disk": "ssd"}));
         assert!(
-            errors(&gated, &ungated, false).is_empty(),
+            errors(&gated, &ungated, "").is_empty(),
             "gate removed, selector added to"
         );
         let regated = with(|p| p["spec"]["schedulingGates"] = json!([{"name": "b"}]));
         assert_eq!(
-            text(&errors(&gated, &regated, false))[0],
+            text(&errors(&gated, &regated, ""))[0],
             "spec.schedulingGates[0].name: Forbidden: only deletion is allowed, but found new scheduling gate 'b'"
         );
     }
@@ -453,9 +454,16 @@ mod tests {
     fn ephemeral_containers_may_be_added_not_removed_or_changed() {
         let debug = json!({"name": "debugger", "image": "busybox"});
         let one = with(|p| p["spec"]["ephemeralContainers"] = json!([debug]));
-        assert!(errors(&pod(), &one, false).is_empty());
+        let sub = "ephemeralcontainers";
+        assert!(errors(&pod(), &one, sub).is_empty());
+        let through_the_pod = text(&errors(&pod(), &one, ""));
+        assert!(
+            through_the_pod[0]
+                .starts_with("spec: Forbidden: pod updates may not change fields other than"),
+            "{through_the_pod:?}"
+        );
         assert_eq!(
-            text(&errors(&one, &pod(), false)),
+            text(&errors(&one, &pod(), sub)),
             [
                 "spec.ephemeralContainers: Forbidden: existing ephemeral containers \"debugger\" may not be removed\n"
             ]
@@ -463,7 +471,7 @@ mod tests {
         let changed = with(|p| {
             p["spec"]["ephemeralContainers"] = json!([{"name": "debugger", "image": "alpine"}])
         });
-        let errs = text(&errors(&one, &changed, false));
+        let errs = text(&errors(&one, &changed, sub));
         assert!(errs[0].starts_with("spec.ephemeralContainers: Forbidden: existing ephemeral containers \"debugger\" may not be changed\n"), "{errs:?}");
     }
 }
