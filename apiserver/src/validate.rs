@@ -413,7 +413,9 @@ pub(crate) fn update_errors(
         }
     };
     match (group, plural) {
-        ("", "pods") => errs.extend(pod_update::errors(old, new, sub)),
+        // A status write keeps the spec as stored (`write::merge_parts`);
+        // kube holds it to the status rules alone.
+        ("", "pods") if sub != "status" => errs.extend(pod_update::errors(old, new, sub)),
         ("apps", "deployments" | "replicasets" | "daemonsets") => {
             immutable(
                 "spec.selector",

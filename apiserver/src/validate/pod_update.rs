@@ -30,6 +30,10 @@ fn list(v: &Value) -> &[Value] {
 pub(crate) fn errors(old: &Value, new: &Value, sub: &str) -> Causes {
     let mut errs = Causes::new();
     let (o, n) = (&old["spec"], &new["spec"]);
+    if o == n {
+        // Most updates (labels, finalizers, owner references).
+        return errs;
+    }
     for kind in ["containers", "initContainers"] {
         let (was, now) = (list(&o[kind]), list(&n[kind]));
         if was.len() != now.len() {
