@@ -237,7 +237,8 @@ fn run(args: &[String]) -> Result<()> {
     // Precompiled plugins kept between runs: compiling the example plugins
     // takes seconds, loading them from here a fraction of one.
     if !args.iter().any(|a| a.starts_with("--cache-dir")) {
-        cmd.arg("--cache-dir").arg(target_dir().join("run").join("cache"));
+        cmd.arg("--cache-dir")
+            .arg(target_dir().join("run").join("cache"));
     }
     cmd.args(args);
     eprintln!("$ {}", describe(&cmd));
