@@ -81,12 +81,7 @@ fn map_list(s: &Value, items: &[Value], path: &str, errs: &mut Causes) {
         field::invalid_raw(errs, format!("{path}[{i}]"), &go_shown(x), what);
         return;
     }
-    let names: Vec<&str> = s["x-kubernetes-list-map-keys"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let names = strings(&s["x-kubernetes-list-map-keys"]);
     let keys: Vec<Value> = items
         .iter()
         .map(|x| {
@@ -126,6 +121,16 @@ fn go(v: &Value) -> String {
             format!("map[string]interface {{}}{{{}}}", items.join(", "))
         }
     }
+}
+
+/// The strings of a schema's list of names (`required`,
+/// `x-kubernetes-list-map-keys`); anything else in it is passed over.
+pub(super) fn strings(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::lists::go_shown;
+use super::lists::{go_shown, strings};
 use super::values;
 use crate::causes::{self as field, Causes};
 
@@ -589,12 +589,7 @@ fn markers(s: &Value, t: &str, p: &str, errs: &mut Causes) {
         let at = format!("{p}.x-kubernetes-list-type");
         field::not_supported(errs, at, l, &["atomic", "set", "map"]);
     }
-    let keys: Vec<&str> = s["x-kubernetes-list-map-keys"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let keys = strings(&s["x-kubernetes-list-map-keys"]);
     let map_why = "must be map if x-kubernetes-list-map-keys is non-empty";
     let lt_at = format!("{p}.x-kubernetes-list-type");
     match (keys.is_empty(), list_type) {
@@ -673,12 +668,7 @@ fn markers(s: &Value, t: &str, p: &str, errs: &mut Causes) {
 /// kube's `validateMapListKeysMapSet` for a map list's keys: each always
 /// there (required or defaulted), and never null.
 fn map_keys(items: &Value, keys: &[&str], p: &str, errs: &mut Causes) {
-    let required: Vec<&str> = items["required"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let required = strings(&items["required"]);
     let why = "this property is in x-kubernetes-list-map-keys, so it";
     for k in keys {
         let Some(c) = items["properties"].get(*k) else {

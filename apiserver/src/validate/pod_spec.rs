@@ -455,13 +455,7 @@ fn ephemeral_containers(
         }
         for key in NOT_FOR_EPHEMERAL {
             // What Go leaves at its zero value (`resources: {}`) is not set.
-            let zero = |v: &Value| match v {
-                Value::Object(m) => m.is_empty(),
-                Value::Array(a) => a.is_empty(),
-                Value::String(s) => s.is_empty(),
-                _ => false,
-            };
-            if set(c, key).is_some_and(|v| !zero(v)) {
+            if set(c, key).is_some_and(|v| !super::pod_update::is_zero(v)) {
                 field::forbidden(
                     errs,
                     at_i.child(key),

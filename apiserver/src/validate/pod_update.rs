@@ -178,7 +178,8 @@ fn normalized(v: &Value) -> Value {
     }
 }
 
-fn is_zero(v: &Value) -> bool {
+/// A Go field's zero value, which kube's types do not tell from absent.
+pub(super) fn is_zero(v: &Value) -> bool {
     match v {
         Value::Null => true,
         Value::Bool(b) => !b,
