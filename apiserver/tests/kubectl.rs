@@ -1182,3 +1182,70 @@ async fn kubectl_debug_adds_an_ephemeral_container_and_pods_keep_their_spec() {
         "{err}"
     );
 }
+
+/// What Kueue does to a pod it holds at a scheduling gate: narrows its
+/// required node affinity (a requirement added to a term), then lifts the
+/// gate. A term added or a requirement changed is refused in kube's words,
+/// and so is any narrowing once the pod is no longer gated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gated_pods_node_affinity_narrows_before_its_gate_is_lifted() {
+    let k = Kube::new().await;
+    k.ok_in(
+        &["create", "-f", "-"],
+        Some(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: held}\nspec:\n  schedulingGates: [{name: kueue.x-k8s.io/admission}]\n  containers: [{name: c, image: nginx}]\n  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/os, operator: In, values: [linux]}]}]\n",
+        ),
+    );
+    let terms = "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms";
+    let patch = |ops: String| k.run(&["patch", "pod", "held", "--type=json", "-p", &ops], None);
+    let out = patch(format!(
+        r#"[{{"op":"add","path":"{terms}/0/matchExpressions/-","value":{{"key":"zone","operator":"In","values":["a"]}}}}]"#
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = patch(format!(
+        r#"[{{"op":"add","path":"{terms}/-","value":{{"matchExpressions":[{{"key":"zone","operator":"In","values":["b"]}}]}}}}]"#
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: Invalid value")
+            && err.contains("no additions/deletions to non-empty NodeSelectorTerms list are allowed"),
+        "{err}"
+    );
+    let out = patch(format!(
+        r#"[{{"op":"replace","path":"{terms}/0/matchExpressions/1/values","value":["b"]}}]"#
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nodeSelectorTerms[0]: Invalid value")
+            && err.contains("only additions are allowed (no mutations or deletions)"),
+        "{err}"
+    );
+    k.ok(&[
+        "patch",
+        "pod",
+        "held",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/spec/schedulingGates"}]"#,
+    ]);
+    let zones = k.ok(&[
+        "get",
+        "pod",
+        "held",
+        "-o",
+        "jsonpath={.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[*].key}",
+    ]);
+    assert_eq!(zones, "kubernetes.io/os zone");
+    let out = patch(format!(
+        r#"[{{"op":"add","path":"{terms}/0/matchExpressions/-","value":{{"key":"disk","operator":"Exists"}}}}]"#
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spec: Forbidden: pod updates may not change fields other than"),
+        "{err}"
+    );
+}

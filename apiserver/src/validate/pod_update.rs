@@ -3,7 +3,10 @@
 //! `activeDeadlineSeconds` (set, or lowered), tolerations (added, or an
 //! existing one's `tolerationSeconds`), scheduling gates (removed), a
 //! negative `terminationGracePeriodSeconds` raised to 1, and while the pod
-//! is gated, additions to its `nodeSelector`. Anything else — a node, a
+//! is gated, additions to its `nodeSelector` and a narrowing of its
+//! required node affinity (requirements added to each term; its preferred
+//! terms free), as Kueue and other admission controllers do before they
+//! lift a gate. Anything else — a node, a
 //! restart policy, a port, a container added — is refused, with the fields
 //! that differ. A pod's node is set through `pods/binding`
 //! (`subresource.rs`), never by an update.
@@ -102,6 +105,11 @@ pub(crate) fn errors(old: &Value, new: &Value, sub: &str) -> Causes {
     let gated = !list(&o["schedulingGates"]).is_empty();
     if gated {
         node_selector_additions(&o["nodeSelector"], &n["nodeSelector"], &mut errs);
+        node_affinity_narrowing(
+            &o["affinity"]["nodeAffinity"],
+            &n["affinity"]["nodeAffinity"],
+            &mut errs,
+        );
     }
     if sub == "ephemeralcontainers" {
         ephemeral(
@@ -151,6 +159,21 @@ fn munged(o: &Value, n: &Value, gated: bool, sub: &str) -> Value {
         && n["terminationGracePeriodSeconds"] == 1;
     if negative_to_one {
         keep.push("terminationGracePeriodSeconds");
+    }
+    if gated {
+        // The whole node affinity, once its required part is checked.
+        let was = &o["affinity"]["nodeAffinity"];
+        if let Some(mm) = m.as_object_mut() {
+            let affinity = mm
+                .entry("affinity")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Some(a) = affinity.as_object_mut() {
+                match was {
+                    Value::Null => _ = a.remove("nodeAffinity"),
+                    v => _ = a.insert("nodeAffinity".to_owned(), v.clone()),
+                }
+            }
+        }
     }
     if let Some(mm) = m.as_object_mut() {
         for k in keep {
@@ -266,6 +289,46 @@ fn node_selector_additions(old: &Value, new: &Value, errs: &mut Causes) {
                 "spec.nodeSelector",
                 &Value::String(format!("{k}={}", v.as_str().unwrap_or_default())),
                 "only additions to spec.nodeSelector are allowed (no mutations or deletions)",
+            );
+        }
+    }
+}
+
+/// kube's `validateNodeAffinityMutation`: a gated pod's required node
+/// affinity, once it has terms, keeps as many, and each keeps its
+/// requirements (`matchExpressions`, `matchFields`) as they were, first,
+/// with any new ones after them.
+fn node_affinity_narrowing(old: &Value, new: &Value, errs: &mut Causes) {
+    const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
+    let (was, now) = (&old[REQUIRED], &new[REQUIRED]);
+    let was_terms = list(&was["nodeSelectorTerms"]);
+    if normalized(old) == normalized(new) || was_terms.is_empty() {
+        return;
+    }
+    let path = format!("spec.affinity.nodeAffinity.{REQUIRED}.nodeSelectorTerms");
+    let now_terms = list(&now["nodeSelectorTerms"]);
+    if was_terms.len() != now_terms.len() {
+        field::invalid(
+            errs,
+            path,
+            &now["nodeSelectorTerms"],
+            "no additions/deletions to non-empty NodeSelectorTerms list are allowed",
+        );
+        return;
+    }
+    let only_added = |was: &Value, now: &Value| {
+        ["matchExpressions", "matchFields"].iter().all(|k| {
+            let (a, b) = (list(&was[*k]), list(&now[*k]));
+            a.len() <= b.len() && a.iter().zip(b).all(|(x, y)| normalized(x) == normalized(y))
+        })
+    };
+    for (i, (w, n)) in was_terms.iter().zip(now_terms).enumerate() {
+        if !only_added(w, n) {
+            field::invalid(
+                errs,
+                format!("{path}[{i}]"),
+                n,
+                "only additions are allowed (no mutations or deletions)",
             );
         }
     }
@@ -453,6 +516,83 @@ mod tests {
             text(&errors(&gated, &regated, ""))[0],
             "spec.schedulingGates[0].name: Forbidden: only deletion is allowed, but found new scheduling gate 'b'"
         );
+    }
+
+    #[test]
+    fn a_gated_pods_required_node_affinity_may_only_narrow() {
+        let zone = json!({"key": "zone", "operator": "In", "values": ["a"]});
+        let disk = json!({"key": "disk", "operator": "Exists"});
+        let gated = |terms: Value, preferred: Value| {
+            with(|p| {
+                p["spec"]["schedulingGates"] = json!([{"name": "kueue"}]);
+                p["spec"]["affinity"] = json!({"nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms},
+                    "preferredDuringSchedulingIgnoredDuringExecution": preferred,
+                }});
+            })
+        };
+        let preferred = json!([{"weight": 1, "preference": {"matchExpressions": [disk]}}]);
+        let one = gated(json!([{"matchExpressions": [zone]}]), json!([]));
+        let narrowed = gated(
+            json!([{"matchExpressions": [zone, disk]}]),
+            preferred.clone(),
+        );
+        assert!(
+            errors(&one, &narrowed, "").is_empty(),
+            "a requirement added, a preference set"
+        );
+        // No required terms yet: any may be set; none at all: the same.
+        let bare = with(|p| p["spec"]["schedulingGates"] = json!([{"name": "kueue"}]));
+        assert!(errors(&bare, &one, "").is_empty());
+        assert!(errors(&gated(json!([]), json!([])), &one, "").is_empty());
+        let required = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
+        let swapped = gated(json!([{"matchExpressions": [disk, zone]}]), json!([]));
+        assert_eq!(
+            text(&errors(&one, &swapped, "")),
+            [format!(
+                "{required}[0]: Invalid value: {}: only additions are allowed (no mutations or deletions)",
+                json!({"matchExpressions": [disk, zone]})
+            )]
+        );
+        let two = gated(
+            json!([{"matchExpressions": [zone]}, {"matchExpressions": [disk]}]),
+            json!([]),
+        );
+        let errs = text(&errors(&one, &two, ""));
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with(&format!("{required}: Invalid value: "))
+                && errs[0].ends_with(
+                    "no additions/deletions to non-empty NodeSelectorTerms list are allowed"
+                ),
+            "{errs:?}"
+        );
+        let removed = with(|p| p["spec"]["schedulingGates"] = json!([{"name": "kueue"}]));
+        assert_eq!(
+            text(&errors(&one, &removed, "")).len(),
+            1,
+            "the required terms dropped"
+        );
+        // Ungated, the node affinity is as fixed as the rest of the spec.
+        let ungated = |p: &Value| {
+            let mut p = p.clone();
+            p["spec"].as_object_mut().unwrap().remove("schedulingGates");
+            p
+        };
+        let errs = text(&errors(&ungated(&one), &ungated(&narrowed), ""));
+        assert!(
+            errs.len() == 1
+                && errs[0]
+                    .starts_with("spec: Forbidden: pod updates may not change fields other than"),
+            "{errs:?}"
+        );
+        // Gated, the pod's other affinities still may not change.
+        let anti = with(|p| {
+            p["spec"] = one["spec"].clone();
+            p["spec"]["affinity"]["podAntiAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "web"}}}]});
+        });
+        assert_eq!(text(&errors(&one, &anti, "")).len(), 1);
     }
 
     #[test]
