@@ -13,7 +13,7 @@ use windlass_tests::{
     Cluster, Proxy, Server, condition, condition_status, example, running_and_ready,
 };
 
-const PLUGINS: [&str; 14] = windlass_tests::EXAMPLE_PLUGINS;
+const PLUGINS: [&str; 15] = windlass_tests::EXAMPLE_PLUGINS;
 const WAIT: Duration = Duration::from_secs(90);
 
 fn cluster() -> Cluster {
@@ -662,10 +662,66 @@ spec:
 
 /// A Job whose pod exits with code 42, and a `FailJob` rule on 42: it
 /// fails at once with reason `PodFailurePolicy` and upstream's message,
-/// though its `backoffLimit` had failures to spare.
+/// though its `backoffLimit` had failures to spare. Beside it, a Job with
+/// the same policy whose pod fits nowhere: that pod, deleted before any
+/// node took it, is failed by the `podgc` plugin, so the Job counts it
+/// and makes another (without it the pod stays `Pending` behind the Job's
+/// finalizer, and the Job waits for it forever).
 #[test]
 fn a_pod_failure_policy_fails_a_job_on_its_exit_code() {
     let c = cluster();
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: batch/v1
+kind: Job
+metadata: {name: nowhere}
+spec:
+  backoffLimit: 6
+  podFailurePolicy:
+    rules:
+    - action: Ignore
+      onPodConditions: [{type: DisruptionTarget}]
+  template:
+    spec:
+      restartPolicy: Never
+      nodeSelector: {disk: floppy}
+      containers: [{name: main, image: busybox}]
+"#,
+        ),
+    );
+    // The plugin names a Job's pods after its uid, so a replacement may
+    // take a name that is free again: pods are told apart by uid.
+    let mut first = (String::new(), String::new());
+    c.eventually("the unschedulable Job's pod", WAIT, || {
+        let p = pods(&c, "default", "job-name=nowhere");
+        match p.as_slice() {
+            [one] => {
+                let m = &one["metadata"];
+                first = (m["name"].as_str().unwrap().to_owned(), m["uid"].to_string());
+                Ok(())
+            }
+            other => Err(format!("{} pods", other.len())),
+        }
+    });
+    c.ok(&["delete", "pod", &first.0, "--wait=false"], None);
+    c.eventually(
+        "the deleted pod counted as failed and replaced",
+        WAIT,
+        || {
+            let job = c.json(&["job", "nowhere"]);
+            let pods = pods(&c, "default", "job-name=nowhere");
+            let uids: Vec<String> = pods
+                .iter()
+                .map(|p| p["metadata"]["uid"].to_string())
+                .collect();
+            (job["status"]["failed"] == 1 && uids.len() == 1 && uids[0] != first.1)
+                .then_some(())
+                .ok_or(format!("{} {uids:?}, first {first:?}", job["status"]))
+        },
+    );
+    c.ok(&["delete", "job", "nowhere", "--wait=false"], None);
     c.ok(
         &["apply", "-f", "-"],
         Some(

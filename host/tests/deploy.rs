@@ -203,7 +203,7 @@ fn the_image_volume_overlay_mounts_plugins_from_an_image() {
 }
 
 /// The plugins this repository ships, as `overlays/example-plugins` runs them.
-const EXAMPLES: [&str; 14] = windlass_tests::EXAMPLE_PLUGINS;
+const EXAMPLES: [&str; 15] = windlass_tests::EXAMPLE_PLUGINS;
 
 /// `windlass plugin rbac` of built plugins.
 fn plugin_rbac(plugins: &[&str]) -> String {
@@ -257,7 +257,7 @@ fn the_example_plugins_overlay_carries_exactly_their_generated_rbac() {
     assert!(
         committed == generated,
         "deploy/kubernetes/overlays/example-plugins/rbac.yaml is not what the plugins' manifests \
-         ask for: regenerate it with\n  windlass plugin rbac target/plugins/{{deployment,replicaset,scheduler,kubelet,resourcequota,endpoints,job,daemonset,statefulset,cronjob,disruption,persistentvolume,horizontalpodautoscaler,nodelifecycle}}.wasm \
+         ask for: regenerate it with\n  windlass plugin rbac target/plugins/{{deployment,replicaset,scheduler,kubelet,resourcequota,endpoints,job,daemonset,statefulset,cronjob,disruption,persistentvolume,horizontalpodautoscaler,nodelifecycle,podgc}}.wasm \
          > deploy/kubernetes/overlays/example-plugins/rbac.yaml\ngenerated:\n{generated}"
     );
 

@@ -16,7 +16,7 @@ use serde_json::Value;
 use windlass_tests::authz::{self, Attributes, Role};
 use windlass_tests::{Cluster, Recorder, Server, condition_status, example, kubectl, kubectl_ok};
 
-const PLUGINS: [&str; 14] = windlass_tests::EXAMPLE_PLUGINS;
+const PLUGINS: [&str; 15] = windlass_tests::EXAMPLE_PLUGINS;
 const WAIT: Duration = Duration::from_secs(120);
 
 /// What each example plugin's manifest declares, as rules: `scope group
@@ -215,6 +215,13 @@ fn expected(plugin: &str) -> Vec<&'static str> {
             r#"* "" pods get,list,watch"#,
             r#"* "" pods/status update,patch"#,
             r#"kube-node-lease "coordination.k8s.io" leases get,list,watch"#,
+        ],
+        // reconciles pods without a node
+        "podgc" => vec![
+            r#"* "" events create,patch"#,
+            r#"* "" pods create,update,patch,delete"#,
+            r#"* "" pods get,list,watch"#,
+            r#"* "" pods/status update,patch"#,
         ],
         other => panic!("no expectations for {other}"),
     }

@@ -22,7 +22,7 @@ pub fn plugin(name: &str) -> PathBuf {
 
 /// The example plugins: every crate under `plugins/`, as `cargo xtask run`
 /// and the `example-plugins` overlay run them.
-pub const EXAMPLE_PLUGINS: [&str; 14] = [
+pub const EXAMPLE_PLUGINS: [&str; 15] = [
     "deployment",
     "replicaset",
     "scheduler",
@@ -37,6 +37,7 @@ pub const EXAMPLE_PLUGINS: [&str; 14] = [
     "persistentvolume",
     "horizontalpodautoscaler",
     "nodelifecycle",
+    "podgc",
 ];
 
 /// A ReplicaSet with `replicas` replicas and a realistic pod template.
