@@ -167,6 +167,9 @@ fn munged(o: &Value, n: &Value, gated: bool, sub: &str) -> Value {
             let affinity = mm
                 .entry("affinity")
                 .or_insert_with(|| Value::Object(Map::new()));
+            if affinity.is_null() {
+                *affinity = Value::Object(Map::new());
+            }
             if let Some(a) = affinity.as_object_mut() {
                 match was {
                     Value::Null => _ = a.remove("nodeAffinity"),
@@ -572,6 +575,15 @@ mod tests {
             text(&errors(&one, &removed, "")).len(),
             1,
             "the required terms dropped"
+        );
+        let nulled = with(|p| {
+            p["spec"]["schedulingGates"] = json!([{"name": "kueue"}]);
+            p["spec"]["affinity"] = Value::Null;
+        });
+        assert_eq!(
+            text(&errors(&one, &nulled, "")).len(),
+            1,
+            "the affinity nulled"
         );
         // Ungated, the node affinity is as fixed as the rest of the spec.
         let ungated = |p: &Value| {
