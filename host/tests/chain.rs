@@ -1320,6 +1320,18 @@ spec:
             .then_some(())
             .ok_or(said)
     });
+    // The claim is made while the cluster has no default class, so it
+    // names none; the class made the default afterwards is given to it.
+    let default = "storageclass.kubernetes.io/is-default-class";
+    c.ok(
+        &[
+            "annotate",
+            "storageclass",
+            "standard",
+            &format!("{default}-"),
+        ],
+        None,
+    );
     c.ok(
         &["apply", "-f", "-"],
         Some(
@@ -1332,6 +1344,25 @@ spec:
   resources: {requests: {storage: 2Gi}}
 "#,
         ),
+    );
+    c.eventually("the claim waits with no class", WAIT, || {
+        let said = c.ok(&["describe", "pvc", "data"], None);
+        said.contains("no storage class is set")
+            .then_some(())
+            .ok_or(said)
+    });
+    assert_eq!(
+        c.json(&["pvc", "data"])["spec"]["storageClassName"],
+        Value::Null
+    );
+    c.ok(
+        &[
+            "annotate",
+            "storageclass",
+            "standard",
+            &format!("{default}=true"),
+        ],
+        None,
     );
     c.eventually("the pod runs with its claim bound", WAIT, || {
         let pod = c.json(&["pod", "db"]);

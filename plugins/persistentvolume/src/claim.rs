@@ -9,7 +9,8 @@ use windlass_sdk::{Error, Event, Object, Outcome, Time, cache};
 use crate::bind::{bind, claim_phase};
 use crate::fields::{
     ANN_BETA_STORAGE_PROVISIONER, ANN_BIND_COMPLETED, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER,
-    claim_ref, class_of, class_ref, is_bound_to, volume_name,
+    claim_ref, class_kind, class_of, class_ref, default_class, has_no_class, is_bound_to,
+    volume_name,
 };
 use crate::writes::join;
 use crate::{PROVISIONER, matching, provision};
@@ -45,6 +46,19 @@ fn sync_unbound(claim: &Object, volumes: &[Object], now: Time) -> Result<Outcome
         .is_some_and(|c| c.get_str("volumeBindingMode") == Some("WaitForFirstConsumer"));
     if let Some(volume) = matching::best_match(claim, volumes, wait)? {
         return Ok(bind(volume, claim, now));
+    }
+    if has_no_class(claim) {
+        // Upstream's `assignDefaultStorageClass`: a claim made before any
+        // default class existed gets the one there is now, and is synced
+        // again once the change comes back.
+        let classes = cache::list(&class_kind(), None, None)?;
+        if let Some(default) = default_class(&classes) {
+            let mut patch = json!({"spec": {"storageClassName": default.name()}});
+            if let Some(rv) = claim.resource_version() {
+                patch["metadata"] = json!({ "resourceVersion": rv });
+            }
+            return Ok(Outcome::new().merge_patch(claim.object_ref(), patch));
+        }
     }
     let Some(class) = class else {
         return Ok(pending(claim, no_class_event(class_name)));

@@ -34,12 +34,54 @@ pub(crate) fn claim_kind() -> KindRef {
     KindRef::new("v1", "PersistentVolumeClaim")
 }
 
+pub(crate) fn class_kind() -> KindRef {
+    KindRef::new("storage.k8s.io/v1", "StorageClass")
+}
+
 pub(crate) fn class_ref(name: &str) -> ObjectRef {
     ObjectRef::cluster("storage.k8s.io/v1", "StorageClass", name)
 }
 
 pub(crate) fn claim_key(namespace: &str, name: &str) -> ObjectRef {
     ObjectRef::new("v1", "PersistentVolumeClaim", namespace, name)
+}
+
+/// Whether a claim asks for no class at all: neither the beta annotation
+/// nor `spec.storageClassName`, not even `""` (upstream's
+/// `PersistentVolumeClaimHasClass`, negated). Only such a claim is given
+/// the default class after it was made.
+pub(crate) fn has_no_class(claim: &Object) -> bool {
+    claim.annotation(ANN_BETA_CLASS).is_none()
+        && claim
+            .get("spec.storageClassName")
+            .is_none_or(Value::is_null)
+}
+
+/// Whether a StorageClass is marked the default (the GA or beta
+/// annotation, `"true"`).
+pub(crate) fn is_default_class(class: &Object) -> bool {
+    [
+        "storageclass.kubernetes.io/is-default-class",
+        "storageclass.beta.kubernetes.io/is-default-class",
+    ]
+    .iter()
+    .any(|a| class.annotation(a) == Some("true"))
+}
+
+/// The default StorageClass, as upstream's `GetDefaultClass` picks it
+/// when several are marked: the newest, then the first by name.
+pub(crate) fn default_class(classes: &[Object]) -> Option<&Object> {
+    classes
+        .iter()
+        .filter(|c| is_default_class(c))
+        .min_by(|a, b| {
+            let made = |c: &Object| {
+                c.get_str("metadata.creationTimestamp")
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            made(b).cmp(&made(a)).then_with(|| a.name().cmp(b.name()))
+        })
 }
 
 /// The class of a claim or volume; `""` for none.

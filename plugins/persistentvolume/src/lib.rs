@@ -26,7 +26,10 @@
 //!   library words them;
 //! - a claim of another provisioner's class is annotated for that
 //!   provisioner, as upstream's binder does, and waits with
-//!   `ExternalProvisioning`; with no class, `FailedBinding`; with a class
+//!   `ExternalProvisioning`; a claim with no class at all (not even `""`)
+//!   is given the default class once there is one, as upstream's
+//!   retroactive default class assignment does for a claim made before
+//!   its cluster had one; with no class, `FailedBinding`; with a class
 //!   that does not exist, or `kubernetes.io/no-provisioner`,
 //!   `ProvisioningFailed`; with `WaitForFirstConsumer` and no node yet,
 //!   `WaitForFirstConsumer` — recorded on each reconcile that finds it
@@ -53,7 +56,8 @@
 //!   claims of its class (so a new volume is found at once, where
 //!   upstream waits for its 15-second resync) and the key that makes it
 //!   `Available` (see `reclaim.rs`); a StorageClass's change wakes the
-//!   unbound claims of the class;
+//!   unbound claims of the class, and a default class's those that name
+//!   none;
 //! - no `VolumeFailedDelete` for a `Delete` volume no one can delete, no
 //!   recycler, no volume expansion, no data sources, none of the binder's
 //!   and provisioner's own finalizers (`kubernetes.io/pv-controller`,
@@ -81,7 +85,10 @@ use windlass_sdk::{
     cache,
 };
 
-use fields::{claim_kind, claim_ref, class_of, phase, volume_kind, volume_name};
+use fields::{
+    claim_kind, claim_ref, class_of, has_no_class, is_default_class, phase, volume_kind,
+    volume_name,
+};
 use writes::join;
 
 /// The provisioner name of the StorageClasses whose volumes this plugin
@@ -117,7 +124,9 @@ impl Controller for PersistentVolumeController {
         if changed.is("v1", "PersistentVolume") {
             volume_keys(changed)
         } else if changed.is("storage.k8s.io/v1", "StorageClass") {
-            unbound_claims(|c| class_of(c) == changed.name())
+            // A new default class is given to the claims that name none.
+            let default = is_default_class(changed);
+            unbound_claims(|c| class_of(c) == changed.name() || (default && has_no_class(c)))
         } else if changed.is("v1", "Pod") {
             let mut keys = ephemeral::keys(changed);
             for key in protection::waiting_claims(changed) {

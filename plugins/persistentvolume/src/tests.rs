@@ -1099,3 +1099,54 @@ fn an_unclaimed_volume_being_deleted_is_let_go_under_its_own_key() {
             .all(|w| w.target().name != "pv-1")
     );
 }
+
+/// A claim made before its cluster had a default class is given the one
+/// that appears (upstream's retroactive default class assignment), then
+/// provisioned from it; a claim that asked for `""` is not, nor is one
+/// when the only class is not the default. Of two defaults, the newest.
+#[test]
+fn a_default_class_made_later_is_given_to_claims_that_name_none() {
+    let default = |name: &str, made: &str| {
+        class(
+            name,
+            PROVISIONER,
+            json!({"metadata.annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+                   "metadata.creationTimestamp": made}),
+        )
+    };
+    let none = claim("none", json!({}));
+    let empty = claim("empty", json!({"spec.storageClassName": ""}));
+    let mut h = harness(vec![
+        none.clone(),
+        empty.clone(),
+        class("slow", PROVISIONER, json!({})),
+    ]);
+    let events = converge(&mut h, &key("none"));
+    assert_eq!(events[0].reason, "FailedBinding", "no default: {events:?}");
+    let old = default("old", "2026-01-01T00:00:00Z");
+    let new = default("new", "2026-02-01T00:00:00Z");
+    h.insert(old.clone());
+    h.insert(new.clone());
+    // A default class wakes the claims with no class, and only those.
+    assert_eq!(h.map(&new).unwrap(), [key("none")]);
+    assert!(
+        h.map(&class("slow", PROVISIONER, json!({})))
+            .unwrap()
+            .is_empty()
+    );
+    let out = step(&mut h, &key("none"));
+    assert_eq!(writes(&out), ["patch pvc/none"]);
+    assert_eq!(
+        live_claim(&h, "none").get_str("spec.storageClassName"),
+        Some("new")
+    );
+    converge(&mut h, &key("none"));
+    assert_eq!(
+        live_claim(&h, "none").get_str("status.phase"),
+        Some("Bound")
+    );
+    converge(&mut h, &key("empty"));
+    let empty = live_claim(&h, "empty");
+    assert_eq!(empty.get_str("spec.storageClassName"), Some(""));
+    assert_eq!(empty.get_str("status.phase"), Some("Pending"));
+}
