@@ -31,16 +31,13 @@ pub(crate) fn events(
         .iter()
         .zip(&pod.spec.init_containers)
         .chain(new.container_statuses.iter().zip(&pod.spec.containers))
-        .chain(new.ephemeral_container_statuses.iter().map(|s| {
+        .chain(new.ephemeral_container_statuses.iter().filter_map(|s| {
             let spec = pod
                 .spec
                 .ephemeral_containers
                 .iter()
                 .find(|c| c.name == s.name);
-            (
-                s,
-                spec.expect("an ephemeral status is of a container in the spec"),
-            )
+            spec.map(|spec| (s, spec))
         }));
     for (s, spec) in statuses {
         let was = previous(&s.name);

@@ -75,12 +75,8 @@ pub(crate) fn default_class(classes: &[Object]) -> Option<&Object> {
         .iter()
         .filter(|c| is_default_class(c))
         .min_by(|a, b| {
-            let made = |c: &Object| {
-                c.get_str("metadata.creationTimestamp")
-                    .unwrap_or("")
-                    .to_owned()
-            };
-            made(b).cmp(&made(a)).then_with(|| a.name().cmp(b.name()))
+            (b.creation_timestamp().cmp(&a.creation_timestamp()))
+                .then_with(|| a.name().cmp(b.name()))
         })
 }
 
