@@ -396,6 +396,43 @@ impl Object {
         }
     }
 
+    /// The JSON merge patch that releases this object from the owner of uid
+    /// `owner` (upstream's `ReleasePod`, `ReleaseReplicaSet`): its owner
+    /// references without that one (`null` when none are left), with its
+    /// uid and resourceVersion as preconditions, so it fails on an object
+    /// that changed or was replaced since it was read.
+    ///
+    /// ```
+    /// use windlass_sdk::{Object, json};
+    /// let pod = Object::from_json(r#"{"metadata": {"name": "p", "uid": "u", "resourceVersion": "7",
+    ///     "ownerReferences": [{"uid": "rs", "controller": true}, {"uid": "cm"}]}}"#).unwrap();
+    /// assert_eq!(pod.release_patch("rs"), json!({"metadata": {
+    ///     "ownerReferences": [{"uid": "cm"}], "uid": "u", "resourceVersion": "7"}}));
+    /// ```
+    pub fn release_patch(&self, owner: &str) -> Value {
+        let refs: Vec<&Value> = self
+            .get("metadata.ownerReferences")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|r| r["uid"] != owner)
+            .collect();
+        let mut meta = serde_json::Map::new();
+        let refs = if refs.is_empty() {
+            Value::Null
+        } else {
+            serde_json::json!(refs)
+        };
+        meta.insert("ownerReferences".into(), refs);
+        if let Some(uid) = self.uid() {
+            meta.insert("uid".into(), uid.into());
+        }
+        if let Some(rv) = self.resource_version() {
+            meta.insert("resourceVersion".into(), rv.into());
+        }
+        serde_json::json!({ "metadata": meta })
+    }
+
     // ---- paths -------------------------------------------------------------
 
     /// The value at a dotted path, e.g. `spec.replicas` or

@@ -83,6 +83,9 @@ pub(super) async fn follow(
             for owner in super::keys::cached_owners(kind, &shared.primary, &change) {
                 shared.queue.add(owner);
             }
+            for adopter in super::keys::adopters(&shared.primary, &change) {
+                shared.queue.add(adopter);
+            }
         }
     }
 }

@@ -7,6 +7,10 @@
 
 use crate::cache::Change;
 use crate::informer::Informer;
+use std::sync::Arc;
+
+use windlass_selector::LabelSelector;
+
 use crate::model::{CachedObject, KindRef, ObjectKey};
 
 /// The key a change of a primary object enqueues: the object itself.
@@ -42,6 +46,75 @@ pub(super) fn cached_owners<'a>(
     owners(kind, change).filter(|owner| primary.cache().read(|s| s.get(owner).is_some()))
 }
 
+/// The keys an orphan child's change enqueues: the cached primaries in its
+/// namespace whose `spec.selector` (a `metav1.LabelSelector`) selects it,
+/// as kube's controllers look for an orphan's adopters
+/// (`getPodReplicaSets`, `getDeploymentsForReplicaSet`, `getPodJobs`).
+/// Only a change that can make a child adoptable wakes them: an orphan
+/// that appears, a child that loses its controller, or an orphan whose
+/// labels change; not one being deleted. A primary without such a selector
+/// (a CronJob, a Service's plain label map) adopts nothing.
+pub(super) fn adopters(primary: &Informer, change: &Change) -> Vec<ObjectKey> {
+    let Some(child) = adoptable(change) else {
+        return Vec::new();
+    };
+    let everything = LabelSelector::everything();
+    let namespace = child.namespace().unwrap_or_default();
+    let candidates = primary
+        .cache()
+        .read(|s| s.list(Some(namespace), &everything));
+    selecting(&candidates, child)
+}
+
+/// The child of a change that may be adopted now, if any.
+fn adoptable(change: &Change) -> Option<&CachedObject> {
+    let child = match change {
+        Change::Added(new) => new,
+        Change::Modified { old, new }
+            if old.controller().is_some() || !old.labels().eq(new.labels()) =>
+        {
+            new
+        }
+        _ => return None,
+    };
+    (child.controller().is_none() && !child.is_deleting()).then_some(&**child)
+}
+
+/// The keys of the `candidates` (not being deleted) whose selector selects
+/// `child`.
+fn selecting(candidates: &[Arc<CachedObject>], child: &CachedObject) -> Vec<ObjectKey> {
+    candidates
+        .iter()
+        .filter(|p| !p.is_deleting())
+        .filter(|p| spec_selector(p).is_some_and(|s| s.matches(|k| child.label(k))))
+        .map(|p| p.key().into())
+        .collect()
+}
+
+/// An object's `spec.selector` when it is a non-empty `metav1.LabelSelector`
+/// (only `matchLabels` and `matchExpressions`, with operators kube knows).
+fn spec_selector(object: &CachedObject) -> Option<LabelSelector> {
+    #[derive(serde::Deserialize)]
+    struct Object {
+        spec: Option<Spec>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Spec {
+        selector: Option<serde_json::Map<String, serde_json::Value>>,
+    }
+    let selector = serde_json::from_str::<Object>(object.text())
+        .ok()?
+        .spec?
+        .selector?;
+    let shaped = !selector.is_empty()
+        && (selector.keys()).all(|k| k == "matchLabels" || k == "matchExpressions");
+    if !shaped {
+        return None;
+    }
+    let text = windlass_selector::selector_text(&selector)?;
+    (!text.is_empty()).then(|| text.parse().ok()).flatten()
+}
+
 /// The key of `child`'s controller owner, when the owner is of the
 /// `primary` kind (the same group and kind; any version of it).
 pub(super) fn owner(primary: &KindRef, child: &CachedObject) -> Option<ObjectKey> {
@@ -64,8 +137,6 @@ fn group(api_version: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use serde_json::json;
 
     use super::*;
@@ -144,5 +215,75 @@ mod tests {
             &pod(Some(("apps/v1", "StatefulSet", "web")), 1)
         ));
         assert!(!controlled_by_kind(&rs(), &pod(None, 1)));
+    }
+
+    fn object(value: serde_json::Value) -> Arc<CachedObject> {
+        Arc::new(CachedObject::parse(&value.to_string()).unwrap())
+    }
+
+    fn orphan(labels: serde_json::Value) -> Arc<CachedObject> {
+        object(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u-p", "labels": labels}}))
+    }
+
+    fn replicaset(name: &str, selector: serde_json::Value) -> Arc<CachedObject> {
+        object(json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("u-{name}")},
+            "spec": {"selector": selector}}))
+    }
+
+    #[test]
+    fn an_orphan_wakes_the_primaries_whose_selector_selects_it() {
+        let candidates = [
+            replicaset("labels", json!({"matchLabels": {"app": "web"}})),
+            replicaset(
+                "expressions",
+                json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]}),
+            ),
+            replicaset("other", json!({"matchLabels": {"app": "db"}})),
+            // An empty selector, a plain label map (a Service's), an
+            // unknown operator: no adopters.
+            replicaset("empty", json!({})),
+            replicaset("plain", json!({"app": "web"})),
+            replicaset(
+                "unknown",
+                json!({"matchExpressions": [{"key": "app", "operator": "Like", "values": ["web"]}]}),
+            ),
+        ];
+        let child = orphan(json!({"app": "web", "tier": "a"}));
+        let woken: Vec<String> = selecting(&candidates, &child)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(woken, ["ns/labels", "ns/expressions"]);
+    }
+
+    #[test]
+    fn only_changes_that_can_make_an_orphan_wake_adopters() {
+        let web = || orphan(json!({"app": "web"}));
+        let is_adoptable = |c: &Change| adoptable(c).is_some();
+        assert!(is_adoptable(&Change::Added(web())));
+        // Released by its owner, or relabelled while an orphan.
+        let owned = pod(Some(("apps/v1", "ReplicaSet", "web")), 1);
+        assert!(is_adoptable(&Change::Modified {
+            old: owned.clone(),
+            new: web()
+        }));
+        assert!(is_adoptable(&Change::Modified {
+            old: orphan(json!({"app": "db"})),
+            new: web()
+        }));
+        // A status change of an orphan, a child with a controller, a
+        // deleted or deleting orphan: nothing.
+        assert!(!is_adoptable(&Change::Modified {
+            old: web(),
+            new: web()
+        }));
+        assert!(!is_adoptable(&Change::Added(owned)));
+        assert!(!is_adoptable(&Change::Deleted(web())));
+        let deleting = object(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u-p",
+                "deletionTimestamp": "2026-01-01T00:00:00Z", "labels": {"app": "web"}}}));
+        assert!(!is_adoptable(&Change::Added(deleting)));
     }
 }

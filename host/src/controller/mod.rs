@@ -196,8 +196,9 @@ impl Controller {
         }));
         subscriptions.push((primary.clone(), id));
 
-        // An indexed `owns` watch requeues owners from its index task, once
-        // the change is filed: the reconcile reads the children there.
+        // An indexed `owns` watch requeues owners (and an orphan's would-be
+        // adopters) from its index task, once the change is filed: the
+        // reconcile reads the children there.
         for owned in shared.owns.iter().filter(|o| o.index.is_none()) {
             let kind = manifest.reconciles.kind.clone();
             let queue = shared.queue.clone();
@@ -205,6 +206,9 @@ impl Controller {
             let id = owned.informer.subscribe(Arc::new(move |change: &Change| {
                 for owner in keys::cached_owners(&kind, &primary, change) {
                     queue.add(owner);
+                }
+                for adopter in keys::adopters(&primary, change) {
+                    queue.add(adopter);
                 }
             }));
             subscriptions.push((owned.informer.clone(), id));
