@@ -11,7 +11,9 @@
 //! ready, ready for longer, restarted less, older); status counts
 //! `readyReplicas`, `availableReplicas` (ready for `minReadySeconds`,
 //! measured with `Request::now`, with a requeue for when the next pod
-//! becomes available) and `terminatingReplicas`.
+//! becomes available) and `terminatingReplicas`. Pods its selector no
+//! longer selects are released, and orphans it selects adopted, before
+//! anything else (`claim.rs`).
 //!
 //! A create the API server refuses (a quota, say) shows in the next
 //! attempt's `last_failure`. The writes come in a fixed order — kept pods,
@@ -27,6 +29,7 @@
 //! deletes them (upstream leaves them to the pod garbage collector, which
 //! windlass does not have).
 
+mod claim;
 mod pods;
 mod rank;
 mod status;
@@ -77,6 +80,13 @@ windlass_sdk::export!(ReplicaSetController);
 
 fn index(object: &Object) -> Option<IndexEntry> {
     let pod: PodView<'_> = object.deserialize().ok()?;
+    if pod.is_orphan() {
+        // A live orphan, for the ReplicaSets of its namespace to adopt.
+        if pod.has_ended() || pod.is_terminating() {
+            return None;
+        }
+        return Some(claim::orphan_entry(pod.metadata.namespace.as_deref()?));
+    }
     let owner = pod.replicaset_uid()?.to_owned();
     let rank = PodRank::of(pod);
     let summary = serde_json::to_vec(&rank).ok()?;
@@ -126,12 +136,28 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     let mut reader = Reader::new();
     let pods = reader.read(
         &view.metadata.uid,
+        namespace,
         desired,
         &template_labels,
         min_ready,
         req.now,
     )?;
     let live = &pods.live;
+    // Pods to adopt or release go first, on their own (see `claim.rs`).
+    // Pods were read one by one whenever one may have left the selector:
+    // when they all carry exactly the template's labels, it selects them.
+    if (pods.orphans > 0 || !live.is_empty())
+        && let Some((text, selector)) = claim::selector(view.spec.selector)?
+    {
+        if let Some(out) = claim::release(&view.metadata.uid, namespace, live, &selector)? {
+            return Ok(out);
+        }
+        if pods.orphans > 0
+            && let Some(out) = claim::adopt(namespace, &text)?
+        {
+            return Ok(out);
+        }
+    }
 
     let keep = desired.min(pods.live_count);
     let create = (desired - keep).min(BURST);

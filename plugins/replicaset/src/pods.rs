@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use windlass_sdk::{Error, IndexEntry, KindRef, Time, cache};
 
+use crate::claim::orphans_key;
 use crate::rank::{Availability, PodRank};
 use crate::view::Labels;
 
@@ -72,6 +73,9 @@ pub(crate) struct Pods<'a> {
     /// Ended pods, which a prune deletes.
     pub ended: usize,
     pub fully_labeled: usize,
+    /// Live orphan pods in the namespace (which the selector may or may
+    /// not select).
+    pub orphans: usize,
 }
 
 /// What to read the pods with: the summaries the index returns (kept here
@@ -91,12 +95,14 @@ impl Reader {
     pub fn read<'a>(
         &'a mut self,
         owner: &str,
+        namespace: &str,
         desired: usize,
         template: &Labels<'_>,
         min_ready: Duration,
         now: Time,
     ) -> Result<Pods<'a>, Error> {
-        let totals = cache::totals(&pods(), &[owner, &labels_key(owner, template)])?;
+        let keys = [owner, &labels_key(owner, template), &orphans_key(namespace)];
+        let totals = cache::totals(&pods(), &keys)?;
         let at = |key: usize, slot: usize| -> usize {
             let sums = totals.get(key).map(Vec::as_slice).unwrap_or_default();
             usize::try_from(sums.get(slot).copied().unwrap_or(0)).unwrap_or(0)
@@ -110,6 +116,7 @@ impl Reader {
             terminating: at(0, TERMINATING),
             ended: at(0, ENDED),
             fully_labeled: at(1, LIVE),
+            orphans: at(2, LIVE),
         };
         let enough = min_ready.is_zero()
             && counted.ended == 0
@@ -119,7 +126,11 @@ impl Reader {
             return Ok(counted);
         }
         self.summaries = cache::lookup(&pods(), owner)?;
-        Self::from_summaries(&self.summaries, template, min_ready, now)
+        let pods = Self::from_summaries(&self.summaries, template, min_ready, now)?;
+        Ok(Pods {
+            orphans: counted.orphans,
+            ..pods
+        })
     }
 
     fn from_summaries<'a>(
@@ -164,6 +175,7 @@ impl Reader {
                 .filter(|p| template.iter().all(|(k, v)| p.labels.get(k) == Some(v)))
                 .count(),
             live,
+            orphans: 0,
         })
     }
 }

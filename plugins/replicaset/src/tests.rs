@@ -677,3 +677,191 @@ fn other_failures_are_not_failed_creates() {
         assert_eq!(has_condition, kept, "{case}");
     }
 }
+
+/// A bare pod (no controller) with the given `labels`, in `namespace`.
+fn orphan_yaml(name: &str, namespace: &str, labels: &str, extra: &str) -> String {
+    format!(
+        r#"
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: {namespace}
+  uid: uid-{name}
+  resourceVersion: "7"
+  creationTimestamp: "2026-01-01T00:00:00Z"
+  labels: {labels}
+  ownerReferences:
+  - {{apiVersion: v1, kind: ConfigMap, name: note, uid: cm-uid}}
+  {extra}
+spec: {{nodeName: node-1, containers: [{{name: nginx, image: "nginx:1.27"}}]}}
+status: {{phase: Running}}
+"#
+    )
+}
+
+/// How many pods the ReplicaSet controls.
+fn owned_pods(h: &H) -> usize {
+    h.list("v1", "Pod")
+        .iter()
+        .filter(|p| {
+            p.get("metadata.ownerReferences")
+                .and_then(|r| r.as_array())
+                .is_some_and(|r| r.iter().any(|r| r["uid"] == "rs-uid"))
+        })
+        .count()
+}
+
+fn pod_key(name: &str) -> ObjectRef {
+    ObjectRef::new("v1", "Pod", "default", name)
+}
+
+/// The docs' *Isolating Pods from a ReplicaSet*: a pod relabelled out of
+/// the selector is released (its controller reference removed, on its own,
+/// with its uid and resourceVersion as preconditions) and another is made
+/// in its place; the released pod is left running.
+#[test]
+fn a_pod_relabelled_out_of_the_selector_is_released_and_replaced() {
+    let text = rs_yaml(2, "{}")
+        + &pod_yaml("web-a", "2026-01-01T00:00:00Z", "Running", true, "")
+        + &pod_yaml(
+            "web-b",
+            "2026-01-01T00:00:01Z",
+            "Running",
+            true,
+            "resourceVersion: \"42\"",
+        )
+        .replace(
+            "labels: {app: web, tier: front}",
+            "labels: {app: debug, tier: front}",
+        );
+    let mut h = H::new().with_objects(&text).unwrap();
+    let out = h.reconcile_key(&key()).unwrap();
+    assert_eq!(out.writes.len(), 1, "{:?}", out.writes);
+    let Write::MergePatch { target, patch, .. } = &out.writes[0] else {
+        panic!("a merge patch: {:?}", out.writes[0]);
+    };
+    assert_eq!(target, &pod_key("web-b"));
+    assert_eq!(
+        patch["metadata"]["ownerReferences"],
+        serde_json::Value::Null
+    );
+    assert_eq!(patch["metadata"]["uid"], "uid-web-b");
+    assert_eq!(patch["metadata"]["resourceVersion"], "42");
+    assert!(!out.prune_owned);
+
+    h.apply_outcome(&key(), &out).unwrap();
+    let released = h.get(&pod_key("web-b")).unwrap();
+    assert!(released.get("metadata.ownerReferences").is_none());
+    let out = h.reconcile_key(&key()).unwrap();
+    assert_eq!(new_pods(&out).len(), 1, "a replacement: {:?}", out.writes);
+    assert_eq!(status_written(&out)["replicas"], 1);
+    h.apply_outcome(&key(), &out).unwrap();
+    h.converge(&key(), 5).unwrap();
+    // Two pods of the ReplicaSet; the released pod is nobody's, and stays.
+    assert_eq!(owned_pods(&h), 2);
+    assert!(h.get(&pod_key("web-b")).is_some());
+}
+
+/// A pod with other owners keeps them when released.
+#[test]
+fn a_released_pod_keeps_its_other_owners() {
+    let extra = "  - {apiVersion: v1, kind: ConfigMap, name: note, uid: cm-uid}";
+    let pod = pod_yaml("web-b", "2026-01-01T00:00:01Z", "Running", true, "")
+        .replace("labels: {app: web, tier: front}", "labels: {app: debug}")
+        .replace(
+            "controller: true}\n",
+            &format!("controller: true}}\n{extra}\n"),
+        );
+    let h = H::new().with_objects(&(rs_yaml(1, "{}") + &pod)).unwrap();
+    let out = h.reconcile_key(&key()).unwrap();
+    let Write::MergePatch { patch, .. } = &out.writes[0] else {
+        panic!("a merge patch: {:?}", out.writes);
+    };
+    assert_eq!(
+        patch["metadata"]["ownerReferences"],
+        serde_json::json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "note", "uid": "cm-uid"}])
+    );
+}
+
+/// The docs' *Non-Template Pod acquisitions*: bare pods the selector
+/// selects, in the ReplicaSet's namespace, are adopted (on their own, by
+/// identity: the writer adds the controller reference); then the
+/// ReplicaSet, over its count, deletes the extra. Pods it does not select,
+/// of another namespace, ended or being deleted, are left alone.
+#[test]
+fn orphans_the_selector_selects_are_adopted_and_counted() {
+    let text = rs_yaml(2, "{}")
+        + &pod_yaml("web-a", "2026-01-01T00:00:00Z", "Running", true, "")
+        + &orphan_yaml("bare-1", "default", "{app: web}", "")
+        + &orphan_yaml("bare-2", "default", "{app: web, tier: x}", "")
+        + &orphan_yaml("db", "default", "{app: db}", "")
+        + &orphan_yaml("elsewhere", "other", "{app: web}", "")
+        + &orphan_yaml(
+            "leaving",
+            "default",
+            "{app: web}",
+            "deletionTimestamp: \"2026-01-01T00:00:09Z\"",
+        )
+        + &orphan_yaml("done", "default", "{app: web}", "")
+            .replace("phase: Running", "phase: Succeeded");
+    let mut h = H::new().with_objects(&text).unwrap();
+    let out = h.reconcile_key(&key()).unwrap();
+    let mut adopted: Vec<&str> = out.applies().map(Object::name).collect();
+    adopted.sort_unstable();
+    assert_eq!(adopted, ["bare-1", "bare-2"]);
+    assert_eq!(out.writes.len(), 2, "adoption goes on its own");
+    h.apply_outcome(&key(), &out).unwrap();
+    for name in ["bare-1", "bare-2"] {
+        let pod = h.get(&pod_key(name)).unwrap();
+        let refs = pod.get("metadata.ownerReferences").unwrap();
+        assert_eq!(refs.as_array().unwrap().len(), 2, "{refs}");
+        assert_eq!(refs[1]["uid"], "rs-uid");
+        assert_eq!(refs[1]["controller"], true);
+    }
+    // Three pods for two replicas: one goes.
+    let out = h.reconcile_key(&key()).unwrap();
+    assert!(out.prune_owned);
+    assert_eq!(kept_names(&out).len(), 2);
+    h.apply_outcome(&key(), &out).unwrap();
+    h.converge(&key(), 5).unwrap();
+    assert_eq!(owned_pods(&h), 2);
+    for name in ["db", "leaving", "done"] {
+        let pod = h.get(&pod_key(name)).unwrap();
+        assert_eq!(
+            pod.get("metadata.ownerReferences").unwrap()[0]["kind"],
+            "ConfigMap"
+        );
+    }
+    assert!(
+        h.get(&ObjectRef::new("v1", "Pod", "other", "elsewhere"))
+            .is_some()
+    );
+}
+
+/// Live orphans are filed under their namespace, counted like live pods;
+/// ended or deleting ones, and pods of other controllers, are not filed.
+#[test]
+fn live_orphans_are_indexed_by_namespace() {
+    let index = |yaml: &str| {
+        let h = H::new().with_objects(yaml).unwrap();
+        let object = h.list("v1", "Pod").pop().unwrap();
+        h.index(&object)
+    };
+    let entry = index(&orphan_yaml("bare", "team", "{app: web}", "")).unwrap();
+    assert_eq!(entry.keys, ["orphans/team"]);
+    assert_eq!(entry.amounts, [1, 0, 0, 0]);
+    let ended = orphan_yaml("bare", "team", "{app: web}", "").replace("Running", "Failed");
+    assert!(index(&ended).is_none());
+    let deleting = orphan_yaml(
+        "bare",
+        "team",
+        "{app: web}",
+        "deletionTimestamp: \"2026-01-01T00:00:09Z\"",
+    );
+    assert!(index(&deleting).is_none());
+    let job_pod = pod_yaml("p", "2026-01-01T00:00:00Z", "Running", true, "")
+        .replace("kind: ReplicaSet", "kind: Job");
+    assert!(index(&job_pod).is_none());
+}

@@ -61,6 +61,9 @@ pub(crate) struct RsSpec<'a> {
     pub replicas: Option<Value>,
     #[serde(default)]
     pub min_ready_seconds: Option<Value>,
+    /// Kept as text: parsed only when pods are claimed or released.
+    #[serde(borrow, default)]
+    pub selector: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     pub template: Option<RsTemplate<'a>>,
 }
@@ -208,6 +211,15 @@ impl PodView<'_> {
     /// Whether the pod is being deleted.
     pub fn is_terminating(&self) -> bool {
         self.metadata.deletion_timestamp.is_some()
+    }
+
+    /// Whether no owner controls the pod: an orphan a ReplicaSet may adopt.
+    pub fn is_orphan(&self) -> bool {
+        !self
+            .metadata
+            .owner_references
+            .iter()
+            .any(|r| r.controller == Some(true))
     }
 
     /// The uid of the ReplicaSet that controls the pod, if one does.

@@ -1,0 +1,110 @@
+//! Upstream's `ClaimPods` (the controller reference manager): a ReplicaSet
+//! adopts the orphan pods of its namespace that its selector selects, and
+//! releases the pods it controls that its selector no longer selects — a
+//! pod relabelled to take it out of service for debugging, as the
+//! ReplicaSet docs' *Isolating Pods from a ReplicaSet* has it — and then
+//! makes another in its place.
+//!
+//! Orphans (live pods with no controller) are counted in the index under
+//! their namespace ([`orphans_key`]); a reconcile reads that count with its
+//! own counts, and lists the pods its selector selects only when there are
+//! some. The host
+//! wakes a ReplicaSet when an orphan its selector selects appears, loses
+//! its controller or is relabelled.
+//!
+//! Adoption is an `apply` of the pod's identity: the host's writer adds the
+//! controller reference (never a second controller) with the pod's
+//! resourceVersion as a precondition. A release is a merge patch of the
+//! pod's owner references without this ReplicaSet's, with its uid and
+//! resourceVersion as preconditions (`Object::release_patch`). Either goes out on its own, before
+//! anything is created or pruned: the reconcile the pod's change brings
+//! then counts the pods as they are.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+use windlass_sdk::{Error, IndexEntry, KindRef, Object, ObjectRef, Outcome, cache};
+use windlass_selector::LabelSelector;
+
+use crate::rank::PodRank;
+use crate::view::Labels;
+
+/// The index key of the orphan pods of `namespace`.
+pub(crate) fn orphans_key(namespace: &str) -> String {
+    format!("orphans/{namespace}")
+}
+
+/// The index entry of a live orphan pod: counted (in the `LIVE` slot)
+/// under its namespace, with no summary. An index entry per orphan and
+/// instance costs memory, so it is only a count: the reconcile that finds
+/// one lists the pods its selector selects.
+pub(crate) fn orphan_entry(namespace: &str) -> IndexEntry {
+    IndexEntry::new()
+        .key(orphans_key(namespace))
+        .amounts([1, 0, 0, 0])
+}
+
+/// A ReplicaSet's `spec.selector`, as text and parsed. `None` when it has
+/// none, or an empty one: such a ReplicaSet (which the API server refuses)
+/// claims nothing.
+pub(crate) fn selector(raw: Option<&RawValue>) -> Result<Option<(String, LabelSelector)>, Error> {
+    let Some(raw) = raw else { return Ok(None) };
+    let Some(map) = serde_json::from_str::<Option<serde_json::Map<String, Value>>>(raw.get())?
+    else {
+        return Ok(None);
+    };
+    let text = windlass_selector::selector_text(&map).ok_or_else(|| {
+        Error::permanent(format!("spec.selector has an unknown operator: {map:?}"))
+    })?;
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let parsed = text
+        .parse()
+        .map_err(|e| Error::permanent(format!("spec.selector: {e}")))?;
+    Ok(Some((text, parsed)))
+}
+
+/// Whether `selector` selects a pod of `labels`.
+pub(crate) fn selects(selector: &LabelSelector, labels: &Labels<'_>) -> bool {
+    selector.matches(|k| labels.get(k).map(Cow::as_ref))
+}
+
+/// The adoption of the live orphans of `namespace` that the selector (as
+/// text) selects, if there are any.
+pub(crate) fn adopt(namespace: &str, selector: &str) -> Result<Option<Outcome>, Error> {
+    let pods = cache::list(&KindRef::new("v1", "Pod"), Some(namespace), Some(selector))?;
+    let mut out = Outcome::new();
+    for pod in pods {
+        let live = pod.deletion_timestamp().is_none()
+            && !matches!(pod.get_str("status.phase"), Some("Succeeded" | "Failed"));
+        if live && pod.controller_ref().is_none() {
+            out = out.apply(Object::identity(&pod_ref(namespace, pod.name())));
+        }
+    }
+    Ok((!out.is_empty()).then_some(out))
+}
+
+/// The release of the `live` pods the ReplicaSet of uid `owner` controls
+/// that `selector` no longer selects, if there are any.
+pub(crate) fn release(
+    owner: &str,
+    namespace: &str,
+    live: &[PodRank<'_>],
+    selector: &LabelSelector,
+) -> Result<Option<Outcome>, Error> {
+    let mut out = Outcome::new();
+    for p in live.iter().filter(|p| !selects(selector, &p.labels)) {
+        let target = pod_ref(p.namespace.as_deref().unwrap_or(namespace), &p.name);
+        // The summary has no owner references or versions: read the pod.
+        if let Some(pod) = cache::get(&target)? {
+            out = out.merge_patch(target, pod.release_patch(owner));
+        }
+    }
+    Ok((!out.is_empty()).then_some(out))
+}
+
+fn pod_ref(namespace: &str, name: &str) -> ObjectRef {
+    ObjectRef::new("v1", "Pod", namespace, name)
+}
