@@ -248,6 +248,52 @@ fn scaling_in_bursts_ends_at_the_last_value() {
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(pods(&c, "default", "app=web").len(), 2);
 
+    // Deleted with `--cascade=orphan` and made again, the Deployment adopts
+    // its ReplicaSet, and so its pods: no second set.
+    let names = |c: &Cluster| -> BTreeSet<String> {
+        pods(c, "default", "app=web")
+            .iter()
+            .map(|p| {
+                p["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let before = names(&c);
+    c.ok(&["delete", "deployment", "web", "--cascade=orphan"], None);
+    c.eventually("the ReplicaSet is orphaned", WAIT, || {
+        let sets = c.items(&["rs", "-l", "app=web"]);
+        let orphaned = sets
+            .iter()
+            .all(|r| r["metadata"]["ownerReferences"].is_null());
+        (sets.len() == 1 && orphaned)
+            .then_some(())
+            .ok_or(format!("{sets:?}"))
+    });
+    c.ok(
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+        ],
+        None,
+    );
+    c.eventually("the new Deployment adopts its ReplicaSet", WAIT, || {
+        let d = c.json(&["deploy", "web"]);
+        let sets = c.items(&["rs", "-l", "app=web"]);
+        let adopted = sets
+            .iter()
+            .all(|r| r["metadata"]["ownerReferences"][0]["uid"] == d["metadata"]["uid"]);
+        let available = &d["status"]["availableReplicas"];
+        (sets.len() == 1 && adopted && *available == 2 && names(&c) == before)
+            .then_some(())
+            .ok_or(format!("{} sets {sets:?}; {available}", sets.len()))
+    });
+
     // Three replicas of another Deployment, with no constraints of their
     // own, go to the three untainted nodes, one each: kube-scheduler's
     // default spread, which outweighs node-b1's larger room.
@@ -342,8 +388,9 @@ fn scaling_in_bursts_ends_at_the_last_value() {
 }
 
 /// Pods end and are replaced, `kubectl debug` starts an ephemeral
-/// container, a graceful delete shows Terminating first, and deleting the
-/// owner collects everything.
+/// container, a graceful delete shows Terminating first, a pod relabelled
+/// out of its ReplicaSet is released and replaced, a bare pod it selects
+/// is adopted, and deleting the owner collects everything.
 #[test]
 fn pods_end_are_replaced_terminate_gracefully_and_are_collected() {
     let c = cluster();
@@ -459,8 +506,44 @@ spec:
             .ok_or(format!("gone {gone}, {live} running"))
     });
 
+    // Isolating a pod for debugging: relabelled out of the selector, it is
+    // released (running, owned by no one) and another takes its place.
+    let isolated = running(&pods(&c, "default", "app=stayer"))[0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    c.ok(
+        &["label", "pod", &isolated, "app=debug", "--overwrite"],
+        None,
+    );
+    c.eventually("the relabelled pod is released and replaced", WAIT, || {
+        let pod = c.json(&["pod", &isolated]);
+        let released = pod["metadata"]["ownerReferences"].is_null();
+        let live = running(&pods(&c, "default", "app=stayer")).len();
+        (released && running_and_ready(&pod) && live == 1)
+            .then_some(())
+            .ok_or(format!("{live} running; {}", pod["metadata"]))
+    });
+    // A bare pod the selector selects is adopted, and one of the two goes.
+    c.ok(
+        &["run", "bare", "--image=nginx", "--labels=app=stayer"],
+        None,
+    );
+    c.eventually("the bare pod is adopted, one of two kept", WAIT, || {
+        let all = pods(&c, "default", "app=stayer");
+        let live: Vec<&Value> = all
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .collect();
+        let owned = |p: &Value| p["metadata"]["ownerReferences"][0]["name"] == "stayer";
+        (live.len() == 1 && all.iter().all(owned))
+            .then_some(())
+            .ok_or(format!("{all:?}"))
+    });
+
     // Deleting the owners collects everything they owned.
     c.ok(&["delete", "rs", "exiter", "stayer", "--wait=false"], None);
+    c.ok(&["delete", "pod", &isolated, "--wait=false"], None);
     all_pods_collected(&c);
     c.stop();
 }

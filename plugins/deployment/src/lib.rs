@@ -19,10 +19,14 @@
 //! row of API calls is planned on a copy (`plan.rs`) and returned as one
 //! ordered outcome.
 //!
-//! Not done: adopting orphaned ReplicaSets that match the selector, and
-//! releasing owned ones that no longer do (upstream's `ClaimReplicaSets`);
-//! the deprecated `rollbackTo` annotation (kubectl's undo does not use it).
+//! Orphaned ReplicaSets the selector selects are adopted, and owned ones
+//! it no longer selects released, before anything else (upstream's
+//! `ClaimReplicaSets`, `claim.rs`).
+//!
+//! Not done: the deprecated `rollbackTo` annotation (kubectl's undo does
+//! not use it).
 
+mod claim;
 mod conditions;
 mod model;
 mod plan;
@@ -63,6 +67,9 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
         return Ok(Outcome::new());
     };
     let d = Deployment::read(object)?;
+    if let Some(out) = claim::claim(&d, &req.owned)? {
+        return Ok(out);
+    }
     let mut rss = Vec::with_capacity(req.owned.len());
     for o in &req.owned {
         if let Some(rs) = ReplicaSet::read(o)? {

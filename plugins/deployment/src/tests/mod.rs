@@ -5,6 +5,7 @@
 //! (pods become Running and Ready when a test says so), so a rollout can be
 //! followed round by round as it happens in a cluster.
 
+mod claim;
 mod math;
 mod progress;
 mod rollout;
