@@ -66,18 +66,20 @@ pub(super) fn adopters(primary: &Informer, change: &Change) -> Vec<ObjectKey> {
     selecting(&candidates, child)
 }
 
-/// The child of a change that may be adopted now, if any.
+/// The child of a change that may be adopted now, if any. (A child with a
+/// controller, the common case, is ruled out first.)
 fn adoptable(change: &Change) -> Option<&CachedObject> {
-    let child = match change {
-        Change::Added(new) => new,
-        Change::Modified { old, new }
-            if old.controller().is_some() || !old.labels().eq(new.labels()) =>
-        {
-            new
-        }
-        _ => return None,
+    let (old, new) = match change {
+        Change::Added(new) => (None, new),
+        Change::Modified { old, new } => (Some(old), new),
+        Change::Deleted(_) => return None,
     };
-    (child.controller().is_none() && !child.is_deleting()).then_some(&**child)
+    if new.controller().is_some() || new.is_deleting() {
+        return None;
+    }
+    let changed =
+        old.is_none_or(|old| old.controller().is_some() || !old.labels().eq(new.labels()));
+    changed.then_some(&**new)
 }
 
 /// The keys of the `candidates` (not being deleted) whose selector selects
