@@ -488,26 +488,7 @@ impl Object {
     /// `matchExpressions`) picks this object by its labels. An empty
     /// selector picks everything; an unknown operator, nothing.
     pub fn selected_by(&self, selector: &Value) -> bool {
-        let labels_ok = selector["matchLabels"]
-            .as_object()
-            .is_none_or(|m| m.iter().all(|(k, v)| self.label(k) == v.as_str()));
-        let expressions_ok = selector["matchExpressions"].as_array().is_none_or(|es| {
-            es.iter().all(|e| {
-                let value = self.label(e["key"].as_str().unwrap_or_default());
-                let values: Vec<&str> = e["values"]
-                    .as_array()
-                    .map(|v| v.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                match e["operator"].as_str().unwrap_or_default() {
-                    "In" => value.is_some_and(|v| values.contains(&v)),
-                    "NotIn" => value.is_none_or(|v| !values.contains(&v)),
-                    "Exists" => value.is_some(),
-                    "DoesNotExist" => value.is_none(),
-                    _ => false,
-                }
-            })
-        });
-        labels_ok && expressions_ok
+        selects(selector, |k| self.label(k))
     }
 
     /// When the condition `type_` became `True`: its `lastTransitionTime`,
@@ -726,6 +707,41 @@ impl<'de> serde::Deserialize<'de> for Object {
         let v = Value::deserialize(d)?;
         Object::from_value(v).map_err(|e| serde::de::Error::custom(e.message))
     }
+}
+
+/// Whether the `metav1.LabelSelector` `selector` (`matchLabels`,
+/// `matchExpressions`) picks an object whose labels `label` looks up. An
+/// empty selector picks everything; an unknown operator, nothing. For
+/// labels read into a view of one's own, without an [`Object`]:
+///
+/// ```
+/// use windlass_sdk::{json, selects};
+/// let selector = json!({"matchLabels": {"app": "web"},
+///     "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]});
+/// assert!(selects(&selector, |k| (k == "app").then_some("web")));
+/// assert!(!selects(&selector, |k| Some(if k == "app" { "web" } else { "db" })));
+/// ```
+pub fn selects<'a>(selector: &Value, label: impl Fn(&str) -> Option<&'a str>) -> bool {
+    let labels_ok = selector["matchLabels"]
+        .as_object()
+        .is_none_or(|m| m.iter().all(|(k, v)| label(k) == v.as_str()));
+    let expressions_ok = selector["matchExpressions"].as_array().is_none_or(|es| {
+        es.iter().all(|e| {
+            let value = label(e["key"].as_str().unwrap_or_default());
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .map(|v| v.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match e["operator"].as_str().unwrap_or_default() {
+                "In" => value.is_some_and(|v| values.contains(&v)),
+                "NotIn" => value.is_none_or(|v| !values.contains(&v)),
+                "Exists" => value.is_some(),
+                "DoesNotExist" => value.is_none(),
+                _ => false,
+            }
+        })
+    });
+    labels_ok && expressions_ok
 }
 
 #[cfg(test)]
