@@ -38,7 +38,9 @@ mod surge;
 mod sync;
 mod template;
 
-use windlass_sdk::{Controller, Error, Manifest, ObjectRef, Outcome, Request, Watch, cache};
+use windlass_sdk::{
+    Controller, Error, IndexEntry, Manifest, Object, ObjectRef, Outcome, Request, Watch, cache,
+};
 
 use model::{Deployment, ReplicaSet};
 use plan::{Plan, Stop};
@@ -50,12 +52,18 @@ impl Controller for DeploymentController {
     fn manifest() -> Manifest {
         Manifest::new("deployment", Watch::kind("apps/v1", "Deployment"))
             .version(env!("CARGO_PKG_VERSION"))
-            .owns(Watch::kind("apps/v1", "ReplicaSet"))
+            // Indexed: its ReplicaSets by owner uid, and a count of the
+            // orphans of each namespace (see `claim.rs`).
+            .owns(Watch::kind("apps/v1", "ReplicaSet").indexed())
             .max_concurrency(4)
     }
 
     fn reconcile(req: Request) -> Result<Outcome, Error> {
         reconcile(&req)
+    }
+
+    fn index(object: &Object) -> Option<IndexEntry> {
+        claim::index(object)
     }
 }
 
@@ -67,14 +75,15 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
         return Ok(Outcome::new());
     };
     let d = Deployment::read(object)?;
-    if let Some(out) = claim::claim(&d, &req.owned)? {
-        return Ok(out);
-    }
-    let mut rss = Vec::with_capacity(req.owned.len());
-    for o in &req.owned {
+    let owned = claim::owned(&d)?;
+    let mut rss = Vec::with_capacity(owned.len());
+    for o in &owned {
         if let Some(rs) = ReplicaSet::read(o)? {
             rss.push(rs);
         }
+    }
+    if let Some(out) = claim::claim(&d, &rss, &owned)? {
+        return Ok(out);
     }
     rss.sort_by(ReplicaSet::by_creation);
     let lookup = |name: &str| {

@@ -111,6 +111,7 @@ pub(crate) struct ReplicaSet {
     /// `spec.minReadySeconds`, as read.
     pub listed_min_ready_seconds: i64,
     pub annotations: BTreeMap<String, String>,
+    pub labels: BTreeMap<String, String>,
     /// The annotations this reconcile changed.
     pub changed_annotations: BTreeSet<String>,
     pub template: Template,
@@ -190,6 +191,8 @@ struct MetaView<'a> {
     deletion_timestamp: Option<Cow<'a, str>>,
     #[serde(default)]
     annotations: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize)]
@@ -406,6 +409,7 @@ impl ReplicaSet {
             min_ready_seconds: min_ready,
             listed_min_ready_seconds: min_ready,
             annotations: meta.annotations.unwrap_or_default(),
+            labels: meta.labels.unwrap_or_default(),
             changed_annotations: BTreeSet::new(),
             template: Template::read(v.spec.template),
             status: RsStatus {

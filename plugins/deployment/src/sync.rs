@@ -204,6 +204,7 @@ impl Plan<'_> {
             min_ready_seconds: d.min_ready_seconds,
             listed_min_ready_seconds: d.min_ready_seconds,
             annotations: Default::default(),
+            labels: Default::default(),
             changed_annotations: Default::default(),
             template: Template::from_value(template),
             status: RsStatus::default(),

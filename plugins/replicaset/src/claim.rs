@@ -24,8 +24,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
-use windlass_sdk::{Error, IndexEntry, KindRef, Object, ObjectRef, Outcome, cache};
-use windlass_selector::LabelSelector;
+use windlass_sdk::{Error, IndexEntry, KindRef, Object, ObjectRef, Outcome, cache, selects};
 
 use crate::rank::PodRank;
 use crate::view::Labels;
@@ -45,41 +44,49 @@ pub(crate) fn orphan_entry(namespace: &str) -> IndexEntry {
         .amounts([1, 0, 0, 0])
 }
 
-/// A ReplicaSet's `spec.selector`, as text and parsed. `None` when it has
-/// none, or an empty one: such a ReplicaSet (which the API server refuses)
-/// claims nothing.
-pub(crate) fn selector(raw: Option<&RawValue>) -> Result<Option<(String, LabelSelector)>, Error> {
+/// A ReplicaSet's `spec.selector`. `None` when it has none, or an empty
+/// one: such a ReplicaSet (which the API server refuses) claims nothing.
+pub(crate) fn selector(raw: Option<&RawValue>) -> Result<Option<Value>, Error> {
     let Some(raw) = raw else { return Ok(None) };
-    let Some(map) = serde_json::from_str::<Option<serde_json::Map<String, Value>>>(raw.get())?
-    else {
-        return Ok(None);
+    let selector: Value = serde_json::from_str(raw.get())?;
+    let empty = |key: &str| {
+        selector.get(key).is_none_or(|v| {
+            v.is_null()
+                || v.as_object().is_some_and(|m| m.is_empty())
+                || v.as_array().is_some_and(|a| a.is_empty())
+        })
     };
-    let text = windlass_selector::selector_text(&map).ok_or_else(|| {
-        Error::permanent(format!("spec.selector has an unknown operator: {map:?}"))
-    })?;
-    if text.is_empty() {
-        return Ok(None);
-    }
-    let parsed = text
-        .parse()
-        .map_err(|e| Error::permanent(format!("spec.selector: {e}")))?;
-    Ok(Some((text, parsed)))
+    let claims = selector.is_object() && !(empty("matchLabels") && empty("matchExpressions"));
+    Ok(claims.then_some(selector))
 }
 
 /// Whether `selector` selects a pod of `labels`.
-pub(crate) fn selects(selector: &LabelSelector, labels: &Labels<'_>) -> bool {
-    selector.matches(|k| labels.get(k).map(Cow::as_ref))
+pub(crate) fn selected(selector: &Value, labels: &Labels<'_>) -> bool {
+    selects(selector, |k| labels.get(k).map(Cow::as_ref))
 }
 
-/// The adoption of the live orphans of `namespace` that the selector (as
-/// text) selects, if there are any.
-pub(crate) fn adopt(namespace: &str, selector: &str) -> Result<Option<Outcome>, Error> {
-    let pods = cache::list(&KindRef::new("v1", "Pod"), Some(namespace), Some(selector))?;
+/// The adoption of the live orphans of `namespace` that `selector` selects,
+/// if there are any. The cache lists the pods of the selector's
+/// `matchLabels` (by its label index); the rest of the selector is matched
+/// here.
+pub(crate) fn adopt(namespace: &str, selector: &Value) -> Result<Option<Outcome>, Error> {
+    let pinned: Vec<String> = selector["matchLabels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    let pinned = (!pinned.is_empty()).then(|| pinned.join(","));
+    let pods = cache::list(
+        &KindRef::new("v1", "Pod"),
+        Some(namespace),
+        pinned.as_deref(),
+    )?;
     let mut out = Outcome::new();
     for pod in pods {
         let live = pod.deletion_timestamp().is_none()
             && !matches!(pod.get_str("status.phase"), Some("Succeeded" | "Failed"));
-        if live && pod.controller_ref().is_none() {
+        if live && pod.controller_ref().is_none() && pod.selected_by(selector) {
             out = out.apply(Object::identity(&pod_ref(namespace, pod.name())));
         }
     }
@@ -92,10 +99,10 @@ pub(crate) fn release(
     owner: &str,
     namespace: &str,
     live: &[PodRank<'_>],
-    selector: &LabelSelector,
+    selector: &Value,
 ) -> Result<Option<Outcome>, Error> {
     let mut out = Outcome::new();
-    for p in live.iter().filter(|p| !selects(selector, &p.labels)) {
+    for p in live.iter().filter(|p| !selected(selector, &p.labels)) {
         let target = pod_ref(p.namespace.as_deref().unwrap_or(namespace), &p.name);
         // The summary has no owner references or versions: read the pod.
         if let Some(pod) = cache::get(&target)? {

@@ -147,13 +147,13 @@ fn reconcile(req: Request) -> Result<Outcome, Error> {
     // Pods were read one by one whenever one may have left the selector:
     // when they all carry exactly the template's labels, it selects them.
     if (pods.orphans > 0 || !live.is_empty())
-        && let Some((text, selector)) = claim::selector(view.spec.selector)?
+        && let Some(selector) = claim::selector(view.spec.selector)?
     {
         if let Some(out) = claim::release(&view.metadata.uid, namespace, live, &selector)? {
             return Ok(out);
         }
         if pods.orphans > 0
-            && let Some(out) = claim::adopt(namespace, &text)?
+            && let Some(out) = claim::adopt(namespace, &selector)?
         {
             return Ok(out);
         }

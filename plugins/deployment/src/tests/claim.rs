@@ -95,3 +95,32 @@ fn an_owned_replicaset_the_selector_no_longer_selects_is_released() {
         out.writes
     );
 }
+
+/// The ReplicaSet watch is indexed: a Deployment's ReplicaSets under its
+/// uid, live orphans counted under their namespace, and nothing for a
+/// ReplicaSet another kind controls or an orphan being deleted.
+#[test]
+fn replicasets_are_indexed_by_owner_and_orphans_counted() {
+    let text = replicaset("mine", "default", "{app: web}", Some("dep-uid"))
+        + &replicaset("bare", "team", "{app: web}", None)
+        + &replicaset("other", "default", "{app: web}", Some("x"))
+            .replace("kind: Deployment", "kind: Rollout")
+        + &replicaset("leaving", "default", "{app: web}", None).replace(
+            "resourceVersion: \"5\"",
+            "resourceVersion: \"5\"\n  deletionTimestamp: \"2026-03-01T11:30:00Z\"",
+        );
+    let h = H::new().with_objects(&text).unwrap();
+    let entry = |name: &str, ns: &str| {
+        let rs = h
+            .get(&ObjectRef::new("apps/v1", "ReplicaSet", ns, name))
+            .unwrap();
+        h.index(&rs)
+    };
+    assert_eq!(entry("mine", "default").unwrap().keys, ["dep-uid"]);
+    let orphan = entry("bare", "team").unwrap();
+    assert_eq!(orphan.keys, ["orphans/team"]);
+    assert_eq!(orphan.amounts, [1]);
+    assert!(orphan.summary.is_empty());
+    assert!(entry("other", "default").is_none());
+    assert!(entry("leaving", "default").is_none());
+}
