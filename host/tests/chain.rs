@@ -1166,15 +1166,13 @@ metadata:
 /// A StatefulSet through kubectl: pods `web-0`, `web-1`, `web-2` made in
 /// order with their claims; `rollout status` waits for them; a new image
 /// rolls from the highest ordinal down; `rollout undo` goes back; scaling
-/// down removes the highest first; deleting the set collects its pods and
-/// keeps its claims.
+/// down removes the highest first; deleted with `--cascade=orphan` and
+/// made again, the set adopts its pod; deleting the set collects its pods
+/// and keeps its claims.
 #[test]
 fn a_statefulset_makes_ordered_pods_and_rolls_out() {
     let c = cluster();
-    c.ok(
-        &["apply", "-f", "-"],
-        Some(
-            r#"
+    const MANIFEST: &str = r#"
 apiVersion: v1
 kind: Service
 metadata: {name: nginx}
@@ -1203,9 +1201,8 @@ spec:
     spec:
       accessModes: [ReadWriteOnce]
       resources: {requests: {storage: 1Gi}}
-"#,
-        ),
-    );
+"#;
+    c.ok(&["apply", "-f", "-"], Some(MANIFEST));
     c.ok(&["rollout", "status", "sts/web", "--timeout=90s"], None);
     let images = |c: &Cluster| -> BTreeMap<String, String> {
         running(&pods(c, "default", "app=nginx"))
@@ -1286,6 +1283,39 @@ spec:
             .collect();
         (left == ["web-0"]).then_some(()).ok_or(format!("{left:?}"))
     });
+
+    // Deleted with `--cascade=orphan` and made again (the way to change
+    // what a set may not change), the set adopts web-0 instead of making
+    // it again, and makes the two it lacks.
+    let first = c.json(&["pod", "web-0"])["metadata"]["uid"].clone();
+    c.ok(&["delete", "sts", "web", "--cascade=orphan"], None);
+    c.eventually("web-0 is orphaned", WAIT, || {
+        let refs = c.json(&["pod", "web-0"])["metadata"]["ownerReferences"].clone();
+        refs.is_null().then_some(()).ok_or(format!("{refs}"))
+    });
+    c.ok(&["apply", "-f", "-"], Some(MANIFEST));
+    c.eventually("web-0 adopted, three pods running", WAIT, || {
+        let set = c.json(&["sts", "web"])["metadata"]["uid"].clone();
+        let all = pods(&c, "default", "app=nginx");
+        let adopted = all
+            .iter()
+            .all(|p| p["metadata"]["ownerReferences"][0]["uid"] == set);
+        let web0 = c.json(&["pod", "web-0"])["metadata"]["uid"].clone();
+        (adopted && running(&all).len() == 3 && web0 == first)
+            .then_some(())
+            .ok_or(format!("web-0 {web0} (was {first}), {} pods", all.len()))
+    });
+    // The new set's events say it made web-1 and web-2, not web-0.
+    let set = c.json(&["sts", "web"])["metadata"]["uid"].clone();
+    let made: BTreeSet<String> = c
+        .items(&["events", "--field-selector", "reason=SuccessfulCreate"])
+        .iter()
+        .filter(|e| e["involvedObject"]["uid"] == set)
+        .filter_map(|e| e["message"].as_str())
+        .filter_map(|m| m.strip_prefix("create Pod "))
+        .map(|m| m.split(' ').next().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(made, BTreeSet::from(["web-1".into(), "web-2".into()]));
 
     c.ok(&["delete", "sts", "web", "--wait=false"], None);
     all_pods_collected(&c);

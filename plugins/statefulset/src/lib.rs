@@ -21,7 +21,10 @@
 //!   current revision's template); `OnDelete` only makes deleted pods from
 //!   the new one;
 //! - each template is a ControllerRevision (`windlass_sdk::revision`), so
-//!   `kubectl rollout history` and `undo` work.
+//!   `kubectl rollout history` and `undo` work;
+//! - a pod of a missing ordinal's name that no controller owns and the
+//!   selector selects (left by a set deleted with `--cascade=orphan`) is
+//!   adopted, not made again (upstream's `ClaimPods`).
 //!
 //! Status (`replicas`, `readyReplicas`, `availableReplicas` with
 //! `minReadySeconds`, `currentReplicas`, `updatedReplicas`,
@@ -198,6 +201,13 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
         ));
     }
     for &ordinal in &created {
+        // A pod of this name left by a set deleted with `--cascade=orphan`
+        // is adopted, not made again (upstream's `ClaimPods`); a rolling
+        // update then replaces it if its revision is not the set's.
+        if let Some(orphan) = pods::adoptable(set, ordinal)? {
+            out = out.apply(orphan);
+            continue;
+        }
         let (template, revision) = if rolling && ordinal - start < partition {
             (&current_template, current.as_str())
         } else {

@@ -2,7 +2,7 @@
 //! their stable identity and claims) from a template.
 
 use serde_json::{Value, json};
-use windlass_sdk::{Error, Object, ObjectRef, Time, template};
+use windlass_sdk::{Error, Object, ObjectRef, Time, cache, template};
 
 use crate::HASH_LABEL;
 
@@ -65,6 +65,23 @@ pub(crate) fn ordinal_of(name: &str, set: &str) -> Option<u32> {
 /// The name of the claim of template `claim` for the pod at `ordinal`.
 pub(crate) fn claim_name(claim: &str, set: &str, ordinal: u32) -> String {
     format!("{claim}-{set}-{ordinal}")
+}
+
+/// The identity of the pod at `ordinal` to adopt, when the cache holds one
+/// that no controller owns, that is not being deleted and that the set's
+/// selector selects: the writer's `apply` of it adds the controller
+/// reference and nothing else.
+pub(crate) fn adoptable(set: &Object, ordinal: u32) -> Result<Option<Object>, Error> {
+    let name = format!("{}-{ordinal}", set.name());
+    let target = ObjectRef::new("v1", "Pod", set.namespace().unwrap_or("default"), &name);
+    let Some(pod) = cache::get(&target)? else {
+        return Ok(None);
+    };
+    let selected = set
+        .get("spec.selector")
+        .is_some_and(|s| s.is_object() && pod.selected_by(s));
+    let orphan = pod.controller_ref().is_none() && pod.deletion_timestamp().is_none();
+    Ok((orphan && selected).then(|| Object::identity(&target)))
 }
 
 /// The pod at `ordinal` from `template` (of revision `revision`), with

@@ -255,3 +255,67 @@ fn ordinals_are_read_as_upstream() {
     assert_eq!(ordinal_of("webby-1", "web"), None);
     assert_eq!(ordinal_of("web-1-2", "web"), None);
 }
+
+/// After `kubectl delete sts --cascade=orphan`, a set made again adopts
+/// the pods of its names that its selector selects (no "create Pod"
+/// event, no new pod), and a rolling update then replaces one of an old
+/// revision; a pod of its name that another controller owns is not taken.
+#[test]
+fn a_set_made_again_adopts_its_orphaned_pods() {
+    let orphan = |name: &str, labels: Value, owner: Value| {
+        Object::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
+                "resourceVersion": "3", "labels": labels, "ownerReferences": owner},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "nginx", "image": "nginx:0"}]},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": t(0).to_rfc3339()}]}
+        }))
+        .unwrap()
+    };
+    let mut h = H::new()
+        .with_object(set(
+            json!({"replicas": 2, "podManagementPolicy": "Parallel"}),
+        ))
+        .with_object(orphan(
+            "web-0",
+            json!({"app": "nginx", "controller-revision-hash": "web-old"}),
+            json!([]),
+        ))
+        .with_object(orphan(
+            "web-1",
+            json!({"app": "nginx"}),
+            json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "x",
+                "uid": "rs-uid", "controller": true}]),
+        ));
+    let out = step(&mut h, 1);
+    let messages: Vec<&str> = out.events.iter().map(|e| e.message.as_str()).collect();
+    assert!(
+        !messages.iter().any(|m| m.contains("create Pod web-0")),
+        "{messages:?}"
+    );
+    let pod = h
+        .get(&ObjectRef::new("v1", "Pod", "default", "web-0"))
+        .unwrap();
+    let controller = pod.controller_ref().expect("adopted");
+    assert_eq!(
+        (controller.kind, controller.uid),
+        ("StatefulSet", "sts-uid")
+    );
+    assert_eq!(pod.get_str("spec.containers.0.image"), Some("nginx:0"));
+    let taken = h
+        .get(&ObjectRef::new("v1", "Pod", "default", "web-1"))
+        .unwrap();
+    assert_eq!(taken.controller_ref().unwrap().uid, "rs-uid");
+
+    // With its other pod free to make, the adopted web-0, of an old
+    // revision, is replaced by the rolling update.
+    h.remove(&taken.object_ref());
+    for secs in 2..12 {
+        kubelet(&mut h, secs);
+        step(&mut h, secs);
+    }
+    let images = pods(&h);
+    assert_eq!(images.get("web-0").map(String::as_str), Some("nginx:1"));
+    assert_eq!(images.get("web-1").map(String::as_str), Some("nginx:1"));
+}
