@@ -5,12 +5,12 @@
 //! Each queue holds one kind (what the plugin reconciles), so its keys are
 //! [`ObjectKey`]s: namespace and name.
 
-use crate::cache::Change;
-use crate::informer::Informer;
 use std::sync::Arc;
 
 use windlass_selector::LabelSelector;
 
+use crate::cache::Change;
+use crate::informer::Informer;
 use crate::model::{CachedObject, KindRef, ObjectKey};
 
 /// The key a change of a primary object enqueues: the object itself.
