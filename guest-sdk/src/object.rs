@@ -709,6 +709,28 @@ impl<'de> serde::Deserialize<'de> for Object {
     }
 }
 
+/// A `metav1.LabelSelector`'s `matchLabels` as selector text
+/// (`app=web,tier=db`), for [`cache::list`](crate::cache::list) to narrow
+/// by with the host's label index; `None` when it has none. What it
+/// returns is then checked against the whole selector with [`selects`]
+/// (or [`Object::selected_by`]).
+///
+/// ```
+/// use windlass_sdk::{json, match_labels};
+/// let selector = json!({"matchLabels": {"app": "web", "tier": "db"},
+///     "matchExpressions": [{"key": "track", "operator": "Exists"}]});
+/// assert_eq!(match_labels(&selector).as_deref(), Some("app=web,tier=db"));
+/// assert_eq!(match_labels(&json!({"matchLabels": {}})), None);
+/// ```
+pub fn match_labels(selector: &Value) -> Option<String> {
+    let pairs: Vec<String> = selector["matchLabels"]
+        .as_object()?
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    (!pairs.is_empty()).then(|| pairs.join(","))
+}
+
 /// Whether the `metav1.LabelSelector` `selector` (`matchLabels`,
 /// `matchExpressions`) picks an object whose labels `label` looks up. An
 /// empty selector picks everything; an unknown operator, nothing. For

@@ -1079,15 +1079,13 @@ spec:
 /// A DaemonSet through kubectl: a pod on every node but the tainted one,
 /// bound there by the scheduler; a new image rolls out node by node
 /// (`kubectl rollout status`), `rollout history` lists both revisions and
-/// `rollout undo` goes back; a node that joins gets a pod; deleting the
+/// `rollout undo` goes back; a node that joins gets a pod; deleted with
+/// `--cascade=orphan` and made again, it adopts its pods; deleting the
 /// DaemonSet collects its pods.
 #[test]
 fn a_daemonset_runs_on_every_node_and_rolls_out() {
     let c = cluster();
-    c.ok(
-        &["apply", "-f", "-"],
-        Some(
-            r#"
+    const MANIFEST: &str = r#"
 apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: agent}
@@ -1098,9 +1096,8 @@ spec:
     spec:
       terminationGracePeriodSeconds: 1
       containers: [{name: agent, image: "agent:1"}]
-"#,
-        ),
-    );
+"#;
+    c.ok(&["apply", "-f", "-"], Some(MANIFEST));
     let on_nodes = |image: &str| -> Result<(), String> {
         let all = pods(&c, "default", "app=agent");
         let live = running(&all);
@@ -1156,6 +1153,41 @@ metadata:
             .contains("node-d1")
             .then_some(())
             .ok_or(format!("{nodes:?}"))
+    });
+
+    // Deleted with `--cascade=orphan` and made again, the DaemonSet adopts
+    // the pods it left: still one a node, the same pods.
+    let names = |c: &Cluster| -> BTreeSet<String> {
+        pods(c, "default", "app=agent")
+            .iter()
+            .map(|p| {
+                p["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let before = names(&c);
+    c.ok(&["delete", "ds", "agent", "--cascade=orphan"], None);
+    c.eventually("the agents are orphaned", WAIT, || {
+        let all = pods(&c, "default", "app=agent");
+        let orphaned = all
+            .iter()
+            .all(|p| p["metadata"]["ownerReferences"].is_null());
+        orphaned.then_some(()).ok_or(format!("{all:?}"))
+    });
+    c.ok(&["apply", "-f", "-"], Some(MANIFEST));
+    c.eventually("the new DaemonSet adopts its agents", WAIT, || {
+        let ds = c.json(&["ds", "agent"]);
+        let all = pods(&c, "default", "app=agent");
+        let adopted = all
+            .iter()
+            .all(|p| p["metadata"]["ownerReferences"][0]["uid"] == ds["metadata"]["uid"]);
+        let available = &ds["status"]["numberAvailable"];
+        (adopted && names(&c) == before && *available == 4)
+            .then_some(())
+            .ok_or(format!("{} pods; available {available}", all.len()))
     });
 
     c.ok(&["delete", "ds", "agent", "--wait=false"], None);

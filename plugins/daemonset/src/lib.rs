@@ -22,7 +22,9 @@
 //!   `OnDelete` only replaces pods that are deleted;
 //! - each template is kept as a ControllerRevision
 //!   (`windlass_sdk::revision`: `revisionHistoryLimit` old ones kept) for
-//!   `kubectl rollout history` and `undo`.
+//!   `kubectl rollout history` and `undo`;
+//! - when it would make pods, the orphans its selector selects (left by a
+//!   DaemonSet deleted with `--cascade=orphan`) are adopted first.
 //!
 //! Status counts (`desiredNumberScheduled`, `currentNumberScheduled`,
 //! `numberMisscheduled`, `numberReady`, `numberAvailable` with
@@ -200,7 +202,39 @@ fn reconcile(req: &Request) -> Result<Outcome, Error> {
             plan.requeue_at(req.now, at);
         }
     }
+    if !plan.creates.is_empty()
+        && let Some(out) = adopt(ds)?
+    {
+        return Ok(out);
+    }
     plan.outcome(ds, &template, &spec, &hash, &all, desired, req)
+}
+
+/// Upstream's `ClaimPods`, looked for when the DaemonSet would make pods:
+/// the live orphans of its namespace that its selector selects (left by a
+/// DaemonSet deleted with `--cascade=orphan`) are adopted instead, on their
+/// own; the reconcile their change brings then counts them on their nodes,
+/// and a rolling update replaces any of an old template.
+fn adopt(ds: &Object) -> Result<Option<Outcome>, Error> {
+    let Some(selector) = ds.get("spec.selector").filter(|s| s.is_object()) else {
+        return Ok(None);
+    };
+    let pinned = windlass_sdk::match_labels(selector);
+    let namespace = ds.namespace().unwrap_or("default");
+    let pods = cache::list(
+        &KindRef::new("v1", "Pod"),
+        Some(namespace),
+        pinned.as_deref(),
+    )?;
+    let mut out = Outcome::new();
+    for pod in pods {
+        let live = pod.deletion_timestamp().is_none()
+            && !matches!(pod.get_str("status.phase"), Some("Succeeded" | "Failed"));
+        if live && pod.controller_ref().is_none() && pod.selected_by(selector) {
+            out = out.apply(Object::identity(&pod.object_ref()));
+        }
+    }
+    Ok((!out.is_empty()).then_some(out))
 }
 
 /// One node's pods after the node's own rules: the one kept (if any).

@@ -409,3 +409,55 @@ fn node_predicates_follow_upstream() {
     }
     assert!(!runs(spec(json!({"nodeName": "n2"}))));
 }
+
+/// After `kubectl delete ds --cascade=orphan`, a DaemonSet made again
+/// adopts the pods its selector selects instead of making a second pod on
+/// each node (no `SuccessfulCreate`), and then rolls those of an old
+/// template; a bare pod of another app is left alone.
+#[test]
+fn a_daemonset_made_again_adopts_its_orphaned_pods() {
+    let mut first = harness(json!({}), three_nodes());
+    for secs in 1..6 {
+        step(&mut first, secs);
+        run_all(&mut first, secs);
+    }
+    let mut h = harness(
+        json!({"template": {"metadata": {"labels": {"app": "agent"}},
+            "spec": {"containers": [{"name": "agent", "image": "agent:2"}]}}}),
+        three_nodes(),
+    );
+    for mut p in pods(&first) {
+        p.value_mut()["metadata"]["ownerReferences"] = json!(null);
+        h.insert(p);
+    }
+    let mut stranger = pods(&first)[0].clone();
+    stranger.value_mut()["metadata"]["name"] = json!("stranger");
+    stranger.value_mut()["metadata"]["labels"] = json!({"app": "other"});
+    stranger.value_mut()["metadata"]["ownerReferences"] = json!(null);
+    h.insert(stranger);
+    let before = pods(&first).len();
+    assert_eq!(before, 2, "{:?}", placement(&first));
+
+    let out = step(&mut h, 10);
+    assert!(out.events.is_empty(), "{:?}", out.events);
+    assert_eq!(out.applies().count(), before);
+    for p in pods(&h) {
+        let controller = p.controller_ref().map(|c| c.uid.to_owned());
+        if p.name() == "stranger" {
+            assert_eq!(controller, None);
+        } else {
+            assert_eq!(controller.as_deref(), Some("ds-uid"), "{}", p.name());
+        }
+    }
+    for secs in 11..30 {
+        step(&mut h, secs);
+        run_all(&mut h, secs);
+    }
+    let images: Vec<String> = placement(&h).into_values().flatten().collect();
+    assert_eq!(images.len(), before + 1, "{:?}", placement(&h));
+    assert!(
+        images.iter().filter(|i| *i == "agent:2").count() == before,
+        "{:?}",
+        placement(&h)
+    );
+}

@@ -24,7 +24,9 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
-use windlass_sdk::{Error, IndexEntry, KindRef, Object, ObjectRef, Outcome, cache, selects};
+use windlass_sdk::{
+    Error, IndexEntry, KindRef, Object, ObjectRef, Outcome, cache, match_labels, selects,
+};
 
 use crate::rank::PodRank;
 use crate::view::Labels;
@@ -70,13 +72,7 @@ pub(crate) fn selected(selector: &Value, labels: &Labels<'_>) -> bool {
 /// `matchLabels` (by its label index); the rest of the selector is matched
 /// here.
 pub(crate) fn adopt(namespace: &str, selector: &Value) -> Result<Option<Outcome>, Error> {
-    let pinned: Vec<String> = selector["matchLabels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-        .collect();
-    let pinned = (!pinned.is_empty()).then(|| pinned.join(","));
+    let pinned = match_labels(selector);
     let pods = cache::list(
         &KindRef::new("v1", "Pod"),
         Some(namespace),
