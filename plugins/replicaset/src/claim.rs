@@ -8,17 +8,16 @@
 //! Orphans (live pods with no controller) are counted in the index under
 //! their namespace ([`orphans_key`]); a reconcile reads that count with its
 //! own counts, and lists the pods its selector selects only when there are
-//! some. The host
-//! wakes a ReplicaSet when an orphan its selector selects appears, loses
-//! its controller or is relabelled.
+//! some. The host wakes a ReplicaSet when an orphan its selector selects
+//! appears, loses its controller or is relabelled.
 //!
 //! Adoption is an `apply` of the pod's identity: the host's writer adds the
 //! controller reference (never a second controller) with the pod's
 //! resourceVersion as a precondition. A release is a merge patch of the
 //! pod's owner references without this ReplicaSet's, with its uid and
-//! resourceVersion as preconditions (`Object::release_patch`). Either goes out on its own, before
-//! anything is created or pruned: the reconcile the pod's change brings
-//! then counts the pods as they are.
+//! resourceVersion as preconditions (`Object::release_patch`). Either goes
+//! out on its own, before anything is created or pruned: the reconcile the
+//! pod's change brings then counts the pods as they are.
 
 use std::borrow::Cow;
 
