@@ -7,6 +7,8 @@
 //! Natively (under `cargo test`) these functions read the fake cache of the
 //! [`crate::testing::Harness`] that is running the call.
 
+use serde_json::Value;
+
 use crate::{Error, KindRef, Object, ObjectRef};
 
 /// One object by reference, or `None` if the cache does not hold it.
@@ -37,6 +39,21 @@ pub fn list(
     {
         crate::testing::context::cache_list(kind, namespace, label_selector)
     }
+}
+
+/// The orphans of `kind` in `namespace` that the `metav1.LabelSelector`
+/// `selector` selects: objects no controller owns and that are not being
+/// deleted — what a controller may adopt (upstream's `ClaimObject`). The
+/// host's label index narrows the list by the selector's `matchLabels`
+/// ([`match_labels`](crate::match_labels)); the whole selector is checked
+/// here. A controller adopts one by applying its identity.
+pub fn orphans(kind: &KindRef, namespace: &str, selector: &Value) -> Result<Vec<Object>, Error> {
+    let pinned = crate::match_labels(selector);
+    let mut objects = list(kind, Some(namespace), pinned.as_deref())?;
+    objects.retain(|o| {
+        o.controller_ref().is_none() && o.deletion_timestamp().is_none() && o.selected_by(selector)
+    });
+    Ok(objects)
 }
 
 /// The summaries (see [`IndexEntry`](crate::IndexEntry)) of the objects of

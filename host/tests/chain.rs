@@ -62,6 +62,19 @@ fn pods(c: &Cluster, ns: &str, selector: &str) -> Vec<Value> {
     c.items(&["pods", "-n", ns, "-l", selector])
 }
 
+/// The names of the pods of `default` that `selector` selects.
+fn pod_names(c: &Cluster, selector: &str) -> BTreeSet<String> {
+    pods(c, "default", selector)
+        .iter()
+        .map(|p| {
+            p["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
 /// A Deployment from the example (three ssd nodes allowed, one pod per
 /// node), comes up, refuses a fourth replica with the scheduler's reasons,
 /// rolls out a new image without dropping below `replicas - maxUnavailable`
@@ -250,18 +263,7 @@ fn scaling_in_bursts_ends_at_the_last_value() {
 
     // Deleted with `--cascade=orphan` and made again, the Deployment adopts
     // its ReplicaSet, and so its pods: no second set.
-    let names = |c: &Cluster| -> BTreeSet<String> {
-        pods(c, "default", "app=web")
-            .iter()
-            .map(|p| {
-                p["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned()
-            })
-            .collect()
-    };
-    let before = names(&c);
+    let before = pod_names(&c, "app=web");
     c.ok(&["delete", "deployment", "web", "--cascade=orphan"], None);
     c.eventually("the ReplicaSet is orphaned", WAIT, || {
         let sets = c.items(&["rs", "-l", "app=web"]);
@@ -289,7 +291,7 @@ fn scaling_in_bursts_ends_at_the_last_value() {
             .iter()
             .all(|r| r["metadata"]["ownerReferences"][0]["uid"] == d["metadata"]["uid"]);
         let available = &d["status"]["availableReplicas"];
-        (sets.len() == 1 && adopted && *available == 2 && names(&c) == before)
+        (sets.len() == 1 && adopted && *available == 2 && pod_names(&c, "app=web") == before)
             .then_some(())
             .ok_or(format!("{} sets {sets:?}; {available}", sets.len()))
     });
@@ -1157,18 +1159,7 @@ metadata:
 
     // Deleted with `--cascade=orphan` and made again, the DaemonSet adopts
     // the pods it left: still one a node, the same pods.
-    let names = |c: &Cluster| -> BTreeSet<String> {
-        pods(c, "default", "app=agent")
-            .iter()
-            .map(|p| {
-                p["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned()
-            })
-            .collect()
-    };
-    let before = names(&c);
+    let before = pod_names(&c, "app=agent");
     c.ok(&["delete", "ds", "agent", "--cascade=orphan"], None);
     c.eventually("the agents are orphaned", WAIT, || {
         let all = pods(&c, "default", "app=agent");
@@ -1185,7 +1176,7 @@ metadata:
             .iter()
             .all(|p| p["metadata"]["ownerReferences"][0]["uid"] == ds["metadata"]["uid"]);
         let available = &ds["status"]["numberAvailable"];
-        (adopted && names(&c) == before && *available == 4)
+        (adopted && pod_names(&c, "app=agent") == before && *available == 4)
             .then_some(())
             .ok_or(format!("{} pods; available {available}", all.len()))
     });

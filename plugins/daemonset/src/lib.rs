@@ -219,18 +219,10 @@ fn adopt(ds: &Object) -> Result<Option<Outcome>, Error> {
     let Some(selector) = ds.get("spec.selector").filter(|s| s.is_object()) else {
         return Ok(None);
     };
-    let pinned = windlass_sdk::match_labels(selector);
     let namespace = ds.namespace().unwrap_or("default");
-    let pods = cache::list(
-        &KindRef::new("v1", "Pod"),
-        Some(namespace),
-        pinned.as_deref(),
-    )?;
     let mut out = Outcome::new();
-    for pod in pods {
-        let live = pod.deletion_timestamp().is_none()
-            && !matches!(pod.get_str("status.phase"), Some("Succeeded" | "Failed"));
-        if live && pod.controller_ref().is_none() && pod.selected_by(selector) {
+    for pod in cache::orphans(&KindRef::new("v1", "Pod"), namespace, selector)? {
+        if !matches!(pod.get_str("status.phase"), Some("Succeeded" | "Failed")) {
             out = out.apply(Object::identity(&pod.object_ref()));
         }
     }

@@ -23,9 +23,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
-use windlass_sdk::{
-    Error, IndexEntry, KindRef, Object, ObjectRef, Outcome, cache, match_labels, selects,
-};
+use windlass_sdk::{Error, IndexEntry, KindRef, Object, ObjectRef, Outcome, cache, selects};
 
 use crate::rank::PodRank;
 use crate::view::Labels;
@@ -66,23 +64,13 @@ pub(crate) fn selected(selector: &Value, labels: &Labels<'_>) -> bool {
     selects(selector, |k| labels.get(k).map(Cow::as_ref))
 }
 
-/// The adoption of the live orphans of `namespace` that `selector` selects,
-/// if there are any. The cache lists the pods of the selector's
-/// `matchLabels` (by its label index); the rest of the selector is matched
-/// here.
+/// The adoption of the live orphans of `namespace` that `selector` selects
+/// (not ended: upstream claims only active pods), if there are any.
 pub(crate) fn adopt(namespace: &str, selector: &Value) -> Result<Option<Outcome>, Error> {
-    let pinned = match_labels(selector);
-    let pods = cache::list(
-        &KindRef::new("v1", "Pod"),
-        Some(namespace),
-        pinned.as_deref(),
-    )?;
     let mut out = Outcome::new();
-    for pod in pods {
-        let live = pod.deletion_timestamp().is_none()
-            && !matches!(pod.get_str("status.phase"), Some("Succeeded" | "Failed"));
-        if live && pod.controller_ref().is_none() && pod.selected_by(selector) {
-            out = out.apply(Object::identity(&pod_ref(namespace, pod.name())));
+    for pod in cache::orphans(&KindRef::new("v1", "Pod"), namespace, selector)? {
+        if !matches!(pod.get_str("status.phase"), Some("Succeeded" | "Failed")) {
+            out = out.apply(Object::identity(&pod.object_ref()));
         }
     }
     Ok((!out.is_empty()).then_some(out))
