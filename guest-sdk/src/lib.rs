@@ -103,7 +103,7 @@ static ALLOCATOR: alloc::SizeClasses = alloc::SizeClasses::new();
 pub use error::Error;
 pub use index::IndexEntry;
 pub use manifest::{DEFAULT_CONCURRENCY, Grant, Manifest, Watch};
-pub use object::{Object, OwnerRef, match_labels, selects};
+pub use object::{Object, OwnerRef, match_labels, selects, selects_everything};
 pub use outcome::{DeleteOptions, Event, EventType, Outcome, Propagation, Write};
 pub use refs::{KindRef, ObjectRef};
 pub use request::{Request, WriteFailure};

@@ -731,6 +731,26 @@ pub fn match_labels(selector: &Value) -> Option<String> {
     (!pairs.is_empty()).then(|| pairs.join(","))
 }
 
+/// Whether the `metav1.LabelSelector` `selector` is empty (no
+/// `matchLabels`, no `matchExpressions`): it would select everything, which
+/// kube's controllers refuse to act on.
+///
+/// ```
+/// use windlass_sdk::{json, selects_everything};
+/// assert!(selects_everything(&json!({"matchLabels": {}, "matchExpressions": null})));
+/// assert!(!selects_everything(&json!({"matchLabels": {"app": "web"}})));
+/// ```
+pub fn selects_everything(selector: &Value) -> bool {
+    let empty = |key: &str| {
+        selector.get(key).is_none_or(|v| {
+            v.is_null()
+                || v.as_object().is_some_and(|m| m.is_empty())
+                || v.as_array().is_some_and(|a| a.is_empty())
+        })
+    };
+    empty("matchLabels") && empty("matchExpressions")
+}
+
 /// Whether the `metav1.LabelSelector` `selector` (`matchLabels`,
 /// `matchExpressions`) picks an object whose labels `label` looks up. An
 /// empty selector picks everything; an unknown operator, nothing. For

@@ -83,14 +83,7 @@ impl Deployment {
 
     /// Whether the selector is empty: it would select every pod.
     pub fn selects_everything(&self) -> bool {
-        let empty = |key: &str| {
-            self.selector.get(key).is_none_or(|v| {
-                v.is_null()
-                    || v.as_object().is_some_and(|m| m.is_empty())
-                    || v.as_array().is_some_and(|a| a.is_empty())
-            })
-        };
-        empty("matchLabels") && empty("matchExpressions")
+        windlass_sdk::selects_everything(&self.selector)
     }
 }
 

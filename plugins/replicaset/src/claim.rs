@@ -23,7 +23,9 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
-use windlass_sdk::{Error, IndexEntry, KindRef, Object, ObjectRef, Outcome, cache, selects};
+use windlass_sdk::{
+    Error, IndexEntry, KindRef, Object, ObjectRef, Outcome, cache, selects, selects_everything,
+};
 
 use crate::rank::PodRank;
 use crate::view::Labels;
@@ -48,14 +50,7 @@ pub(crate) fn orphan_entry(namespace: &str) -> IndexEntry {
 pub(crate) fn selector(raw: Option<&RawValue>) -> Result<Option<Value>, Error> {
     let Some(raw) = raw else { return Ok(None) };
     let selector: Value = serde_json::from_str(raw.get())?;
-    let empty = |key: &str| {
-        selector.get(key).is_none_or(|v| {
-            v.is_null()
-                || v.as_object().is_some_and(|m| m.is_empty())
-                || v.as_array().is_some_and(|a| a.is_empty())
-        })
-    };
-    let claims = selector.is_object() && !(empty("matchLabels") && empty("matchExpressions"));
+    let claims = selector.is_object() && !selects_everything(&selector);
     Ok(claims.then_some(selector))
 }
 
